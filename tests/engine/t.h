@@ -6,14 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static int t_passed, t_failed;
+static int t_passed, t_failed, t_check_failures;
 
 #define CHECK(cond, ...)                                                   \
 	do {                                                               \
-		if (cond) {                                                \
-			t_passed++;                                        \
-		} else {                                                   \
-			t_failed++;                                        \
+		if (!(cond)) {                                             \
+			t_check_failures++;                                \
 			printf("not ok %s:%d: %s: ", __FILE__, __LINE__, #cond); \
 			printf(__VA_ARGS__);                               \
 			printf("\n");                                      \
@@ -30,9 +28,11 @@ static int t_passed, t_failed;
 /* Runs one test function and prints its name with its result. */
 #define RUN(fn)                                                              \
 	do {                                                                 \
-		int f0_ = t_failed;                                          \
+		int f0_ = t_check_failures;                                  \
 		fn();                                                        \
-		printf("%s - %s\n", t_failed == f0_ ? "ok" : "not ok", #fn); \
+		int ok_ = t_check_failures == f0_;                           \
+		if (ok_) t_passed++; else t_failed++;                        \
+		printf("%s - %s\n", ok_ ? "ok" : "not ok", #fn);            \
 	} while (0)
 
 #define DONE()                                                                    \

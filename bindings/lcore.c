@@ -1,0 +1,112 @@
+/* moonadm.core: versions, the embedded scripts, and small host facts (clock, hostname, uid). */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bindings.h"
+#include "scripts_embed.h"
+#include "version.h"
+
+/* -> list of {name=, path=, source=} for every embedded script */
+static int l_scripts(lua_State *L)
+{
+	lua_newtable(L);
+	int i = 1;
+	for (const struct ma_script *s = ma_scripts; s->name; s++, i++) {
+		lua_createtable(L, 0, 3);
+		lua_pushstring(L, s->name);
+		lua_setfield(L, -2, "name");
+		lua_pushstring(L, s->path);
+		lua_setfield(L, -2, "path");
+		lua_pushlstring(L, (const char *)s->data, s->len);
+		lua_setfield(L, -2, "source");
+		lua_seti(L, -2, i);
+	}
+	return 1;
+}
+
+static int l_scripts_dir(lua_State *L)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, "moonadm.scripts_dir");
+	return 1;
+}
+
+/* Monotonic clock in seconds (float): durations and timeouts never follow wall-clock jumps. */
+static int l_monotonic(lua_State *L)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
+	return 1;
+}
+
+static int l_now(lua_State *L)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec / 1e9);
+	return 1;
+}
+
+static int l_sleep(lua_State *L)
+{
+	lua_Number s = luaL_checknumber(L, 1);
+	struct timespec ts = {(time_t)s, (long)((s - (lua_Number)(time_t)s) * 1e9)};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int l_hostname(lua_State *L)
+{
+	char buf[256];
+	if (gethostname(buf, sizeof buf) != 0) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "gethostname: %s", strerror(errno));
+		return 2;
+	}
+	buf[sizeof buf - 1] = '\0';
+	lua_pushstring(L, buf);
+	return 1;
+}
+
+static int l_getuid(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)geteuid());
+	return 1;
+}
+
+static int l_getpid(lua_State *L)
+{
+	lua_pushinteger(L, (lua_Integer)getpid());
+	return 1;
+}
+
+static int l_isatty(lua_State *L)
+{
+	lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
+	return 1;
+}
+
+static int l_ncpu(lua_State *L)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	lua_pushinteger(L, n > 0 ? n : 1);
+	return 1;
+}
+
+int luaopen_moonadm_core(lua_State *L)
+{
+	static const luaL_Reg fns[] = {
+	    {"scripts", l_scripts}, {"scripts_dir", l_scripts_dir}, {"monotonic", l_monotonic},
+	    {"now", l_now},         {"sleep", l_sleep},             {"hostname", l_hostname},
+	    {"getuid", l_getuid},   {"getpid", l_getpid},           {"isatty", l_isatty},
+	    {"ncpu", l_ncpu},       {NULL, NULL}};
+	luaL_newlib(L, fns);
+	lua_pushstring(L, MA_ENGINE_VERSION);
+	lua_setfield(L, -2, "engine_version");
+	lua_pushstring(L, LUA_RELEASE);
+	lua_setfield(L, -2, "lua_version");
+	return 1;
+}

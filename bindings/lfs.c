@@ -1,0 +1,202 @@
+/* moonadm.fs: node paths under the root prefix (see engine/fs.h). Modes are integers or
+ * octal strings ("0600"), since Lua has no octal literals. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bindings.h"
+#include "fs.h"
+
+#define ROOT_KEY "moonadm.fs.root"
+
+static const char *root(lua_State *L)
+{
+	lua_getfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+	const char *r = lua_tostring(L, -1);
+	lua_pop(L, 1); /* the string stays alive: the registry holds it */
+	return r ? r : "/";
+}
+
+static mode_t checkmode(lua_State *L, int i, mode_t def)
+{
+	if (lua_isnoneornil(L, i))
+		return def;
+	if (lua_type(L, i) == LUA_TSTRING) {
+		char *end;
+		const char *s = lua_tostring(L, i);
+		long m = strtol(s, &end, 8);
+		if (*s == '\0' || *end != '\0' || m < 0 || m > 07777)
+			luaL_argerror(L, i, "mode must be an octal string like \"0600\"");
+		return (mode_t)m;
+	}
+	return (mode_t)luaL_checkinteger(L, i);
+}
+
+static int l_set_root(lua_State *L)
+{
+	const char *r = luaL_checkstring(L, 1);
+	if (r[0] != '/')
+		return luaL_error(L, "root must be an absolute path, got %s", r);
+	lua_pushvalue(L, 1);
+	lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+	return 0;
+}
+
+static int l_root(lua_State *L)
+{
+	lua_pushstring(L, root(L));
+	return 1;
+}
+
+static int l_path(lua_State *L)
+{
+	char host[MA_PATH_MAX];
+	ma_err e;
+	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
+		return ma_push_err(L, &e);
+	lua_pushstring(L, host);
+	return 1;
+}
+
+static int l_write(lua_State *L)
+{
+	size_t len;
+	const char *path = luaL_checkstring(L, 1);
+	const char *data = luaL_checklstring(L, 2, &len);
+	mode_t mode = checkmode(L, 3, 0644);
+	int changed = 0;
+	ma_err e;
+	if (ma_fs_write(root(L), path, data, len, mode, &changed, &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	lua_pushboolean(L, changed);
+	return 2;
+}
+
+static int l_read(lua_State *L)
+{
+	char *data;
+	size_t len;
+	ma_err e;
+	if (ma_fs_read(root(L), luaL_checkstring(L, 1), &data, &len, &e))
+		return ma_push_err(L, &e);
+	lua_pushlstring(L, data, len);
+	free(data);
+	return 1;
+}
+
+static int l_exists(lua_State *L)
+{
+	ma_err e;
+	int rc = ma_fs_exists(root(L), luaL_checkstring(L, 1), &e);
+	if (rc < 0)
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, rc);
+	return 1;
+}
+
+static int l_mkdir(lua_State *L)
+{
+	ma_err e;
+	if (ma_fs_mkdir(root(L), luaL_checkstring(L, 1), checkmode(L, 2, 0755), &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_remove(lua_State *L)
+{
+	ma_err e;
+	if (ma_fs_remove(root(L), luaL_checkstring(L, 1), &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_remove_tree(lua_State *L)
+{
+	ma_err e;
+	if (ma_fs_remove_tree(root(L), luaL_checkstring(L, 1), lua_toboolean(L, 2), &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_copy(lua_State *L)
+{
+	ma_err e;
+	if (ma_fs_copy(root(L), luaL_checkstring(L, 1), luaL_checkstring(L, 2), &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+
+/* -> sorted list of entry names (no . and ..) */
+static int l_list(lua_State *L)
+{
+	char host[MA_PATH_MAX];
+	ma_err e;
+	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
+		return ma_push_err(L, &e);
+	DIR *d = opendir(host);
+	if (!d) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "opendir %s: %s", host, strerror(errno));
+		return 2;
+	}
+	lua_newtable(L);
+	struct dirent *de;
+	int n = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		lua_pushstring(L, de->d_name);
+		lua_seti(L, -2, ++n);
+	}
+	closedir(d);
+	/* sort in Lua: table.sort on the result keeps this function allocation-free */
+	lua_getglobal(L, "table");
+	lua_getfield(L, -1, "sort");
+	lua_pushvalue(L, -3);
+	lua_call(L, 1, 0);
+	lua_pop(L, 1);
+	return 1;
+}
+
+static int l_stat(lua_State *L)
+{
+	char host[MA_PATH_MAX];
+	struct stat st;
+	ma_err e;
+	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
+		return ma_push_err(L, &e);
+	if (lstat(host, &st) != 0) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "stat %s: %s", host, strerror(errno));
+		return 2;
+	}
+	lua_createtable(L, 0, 4);
+	lua_pushinteger(L, st.st_mode & 07777);
+	lua_setfield(L, -2, "mode");
+	lua_pushinteger(L, (lua_Integer)st.st_size);
+	lua_setfield(L, -2, "size");
+	lua_pushinteger(L, (lua_Integer)st.st_mtime);
+	lua_setfield(L, -2, "mtime");
+	lua_pushstring(L, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
+	lua_setfield(L, -2, "type");
+	return 1;
+}
+
+int luaopen_moonadm_fs(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"set_root", l_set_root}, {"root", l_root},     {"path", l_path},
+				       {"write", l_write},       {"read", l_read},     {"exists", l_exists},
+				       {"mkdir", l_mkdir},       {"remove", l_remove}, {"remove_tree", l_remove_tree},
+				       {"copy", l_copy},         {"list", l_list},     {"stat", l_stat},
+				       {NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}

@@ -1,0 +1,194 @@
+/* moonadm's host: argv -> a Lua state with the engine bindings and the embedded
+ * scripts -> scripts/cli.lua. `moonadm lua FILE ARGS...` runs any Lua file in the
+ * same environment (the busted specs run that way, against the real bindings). */
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bindings.h"
+#include "scripts_embed.h"
+#include "version.h"
+
+static const char *scripts_dir; /* --scripts DIR / MOONADM_SCRIPTS: wins over the embedded copy */
+
+static const struct ma_script *find_embedded(const char *name)
+{
+	for (const struct ma_script *s = ma_scripts; s->name; s++)
+		if (strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+/* package.searchers entry: DIR/a/b.lua or DIR/a/b/init.lua, then the embedded copy. */
+static int searcher(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	if (scripts_dir) {
+		lua_pushstring(L, name);
+		luaL_gsub(L, lua_tostring(L, -1), ".", "/"); /* name, rel */
+		const char *rel = lua_tostring(L, -1);
+		const char *tries[] = {"%s/%s.lua", "%s/%s/init.lua"};
+		for (int i = 0; i < 2; i++) {
+			const char *path = lua_pushfstring(L, tries[i], scripts_dir, rel);
+			FILE *f = fopen(path, "r");
+			if (f) {
+				fclose(f);
+				if (luaL_loadfilex(L, path, "t") != LUA_OK)
+					return luaL_error(L, "error loading module '%s' from '%s':\n\t%s", name, path,
+							  lua_tostring(L, -1));
+				lua_pushstring(L, path);
+				return 2;
+			}
+			lua_pop(L, 1);
+		}
+		lua_pop(L, 2);
+	}
+	const struct ma_script *s = find_embedded(name);
+	if (!s) {
+		lua_pushfstring(L, "no embedded script '%s'", name);
+		return 1;
+	}
+	const char *chunk = lua_pushfstring(L, "@scripts/%s", s->path);
+	if (luaL_loadbufferx(L, (const char *)s->data, s->len, chunk, "t") != LUA_OK)
+		return luaL_error(L, "error loading embedded module '%s':\n\t%s", name, lua_tostring(L, -1));
+	lua_pushfstring(L, "scripts/%s", s->path);
+	return 2;
+}
+
+static void preload(lua_State *L, const char *name, lua_CFunction open)
+{
+	if (!open)
+		return;
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+	lua_pushcfunction(L, open);
+	lua_setfield(L, -2, name);
+	lua_pop(L, 1);
+}
+
+static void install_searcher(lua_State *L)
+{
+	lua_getglobal(L, "package");
+	lua_getfield(L, -1, "searchers"); /* package, searchers */
+	lua_Integer n = luaL_len(L, -1);
+	for (lua_Integer i = n; i >= 2; i--) { /* shift to make room at index 2, after preload */
+		lua_geti(L, -1, i);
+		lua_seti(L, -2, i + 1);
+	}
+	lua_pushcfunction(L, searcher);
+	lua_seti(L, -2, 2);
+	lua_pop(L, 2);
+}
+
+static int traceback(lua_State *L)
+{
+	const char *msg = lua_tostring(L, 1);
+	if (!msg)
+		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	luaL_traceback(L, L, msg, 1);
+	return 1;
+}
+
+/* Checks that the scripts were written for this engine (major.minor must match). */
+static int check_versions(lua_State *L)
+{
+	lua_getglobal(L, "require");
+	lua_pushstring(L, "version");
+	lua_call(L, 1, 1); /* version table */
+	lua_getfield(L, -1, "engine");
+	const char *want = lua_tostring(L, -1);
+	if (!want)
+		return luaL_error(L, "scripts/version.lua does not declare the engine version it needs");
+	size_t k = strlen(want);
+	const char *have = MA_ENGINE_VERSION;
+	if (strncmp(have, want, k) != 0 || (have[k] != '.' && have[k] != '\0'))
+		return luaL_error(L,
+				  "the Lua scripts%s%s need engine %s, but this binary's engine is %s: re-export the "
+				  "scripts with `moonadm scripts export DIR` from this binary, or drop --scripts/MOONADM_SCRIPTS",
+				  scripts_dir ? " in " : "", scripts_dir ? scripts_dir : "", want, have);
+	lua_pop(L, 2);
+	return 0;
+}
+
+/* Runs in protected mode: argv -> check versions -> cli.main(argv) or `lua FILE`. */
+static int run(lua_State *L)
+{
+	int argc = (int)lua_tointeger(L, 1);
+	char **argv = lua_touserdata(L, 2);
+	check_versions(L);
+	if (argc >= 3 && strcmp(argv[1], "lua") == 0) {
+		lua_createtable(L, argc, 1); /* arg table as lua.c builds it: arg[0] = script */
+		for (int i = 0; i < argc; i++) {
+			lua_pushstring(L, argv[i]);
+			lua_seti(L, -2, i - 2);
+		}
+		lua_setglobal(L, "arg");
+		if (luaL_loadfile(L, argv[2]) != LUA_OK)
+			return lua_error(L);
+		for (int i = 3; i < argc; i++)
+			lua_pushstring(L, argv[i]);
+		lua_call(L, argc - 3, 0);
+		lua_pushinteger(L, 0);
+		return 1;
+	}
+	lua_getglobal(L, "require");
+	lua_pushstring(L, "cli");
+	lua_call(L, 1, 1);
+	lua_getfield(L, -1, "main");
+	lua_createtable(L, argc, 0);
+	for (int i = 1; i < argc; i++) {
+		lua_pushstring(L, argv[i]);
+		lua_seti(L, -2, i);
+	}
+	lua_call(L, 1, 1);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	scripts_dir = getenv("MOONADM_SCRIPTS");
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--scripts") == 0 && i + 1 < argc)
+			scripts_dir = argv[i + 1];
+		else if (strncmp(argv[i], "--scripts=", 10) == 0)
+			scripts_dir = argv[i] + 10;
+	}
+	if (scripts_dir && !*scripts_dir)
+		scripts_dir = NULL;
+
+	lua_State *L = luaL_newstate();
+	if (!L) {
+		fprintf(stderr, "moonadm: cannot create the Lua state (out of memory)\n");
+		return 1;
+	}
+	luaL_openlibs(L);
+	preload(L, "moonadm.core", luaopen_moonadm_core);
+	preload(L, "moonadm.fs", luaopen_moonadm_fs);
+	preload(L, "moonadm.yaml", luaopen_moonadm_yaml);
+	preload(L, "moonadm.pki", luaopen_moonadm_pki);
+	preload(L, "moonadm.api", luaopen_moonadm_api);
+	preload(L, "moonadm.etcd", luaopen_moonadm_etcd);
+	preload(L, "moonadm.proc", luaopen_moonadm_proc);
+	preload(L, "moonadm.net", luaopen_moonadm_net);
+	install_searcher(L);
+	if (scripts_dir) {
+		lua_pushstring(L, scripts_dir);
+		lua_setfield(L, LUA_REGISTRYINDEX, "moonadm.scripts_dir");
+	}
+
+	lua_pushcfunction(L, traceback);
+	lua_pushcfunction(L, run);
+	lua_pushinteger(L, argc);
+	lua_pushlightuserdata(L, argv);
+	int rc;
+	if (lua_pcall(L, 2, 1, 1) != LUA_OK) {
+		fprintf(stderr, "moonadm: %s\n", lua_tostring(L, -1));
+		rc = 1;
+	} else {
+		rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+	}
+	lua_close(L);
+	return rc;
+}

@@ -1,0 +1,321 @@
+#include "fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int ma_fs_resolve(const char *root, const char *path, char *out, size_t outlen, ma_err *e)
+{
+	if (!path || !*path)
+		return ma_fail(e, "empty path");
+	/* Clean the node path lexically: drop "." and empty parts, resolve ".." without leaving "/". */
+	char clean[MA_PATH_MAX];
+	size_t n = 0;
+	const char *p = path;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *s = p;
+		while (*p && *p != '/')
+			p++;
+		size_t len = (size_t)(p - s);
+		if (len == 0 || (len == 1 && s[0] == '.'))
+			continue;
+		if (len == 2 && s[0] == '.' && s[1] == '.') {
+			if (n == 0)
+				return ma_fail(e, "path %s climbs out of the root", path);
+			while (n > 0 && clean[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--; /* the slash */
+			continue;
+		}
+		if (n + 1 + len >= sizeof clean)
+			return ma_fail(e, "path too long: %s", path);
+		clean[n++] = '/';
+		memcpy(clean + n, s, len);
+		n += len;
+	}
+	clean[n] = '\0';
+	const char *r = (root && *root && strcmp(root, "/") != 0) ? root : "";
+	size_t rlen = strlen(r);
+	while (rlen > 0 && r[rlen - 1] == '/')
+		rlen--;
+	int w = snprintf(out, outlen, "%.*s%s", (int)rlen, r, n ? clean : "/");
+	if (w < 0 || (size_t)w >= outlen)
+		return ma_fail(e, "path too long: %s under %s", path, root);
+	return 0;
+}
+
+static int mkdir_host(char *host, mode_t mode, ma_err *e)
+{
+	struct stat st;
+	if (stat(host, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return 0;
+		return ma_fail(e, "%s exists and is not a directory", host);
+	}
+	char *slash = strrchr(host, '/');
+	if (slash && slash != host) {
+		*slash = '\0';
+		int rc = mkdir_host(host, mode, e);
+		*slash = '/';
+		if (rc)
+			return rc;
+	}
+	if (mkdir(host, mode) != 0 && errno != EEXIST)
+		return ma_fail_errno(e, errno, "mkdir %s", host);
+	if (chmod(host, mode) != 0) /* mkdir's mode is filtered by the umask */
+		return ma_fail_errno(e, errno, "chmod %s", host);
+	return 0;
+}
+
+int ma_fs_mkdir(const char *root, const char *path, mode_t mode, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	return mkdir_host(host, mode, e);
+}
+
+static int fsync_dir(const char *dir, ma_err *e)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return ma_fail_errno(e, errno, "open dir %s", dir);
+	int rc = fsync(fd);
+	int err = errno;
+	close(fd);
+	return rc ? ma_fail_errno(e, err, "fsync dir %s", dir) : 0;
+}
+
+static int same_content(const char *host, const void *data, size_t len, mode_t mode)
+{
+	struct stat st;
+	if (stat(host, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != len ||
+	    (st.st_mode & 07777) != (mode & 07777))
+		return 0;
+	FILE *f = fopen(host, "rb");
+	if (!f)
+		return 0;
+	char buf[8192];
+	size_t off = 0, got;
+	int same = 1;
+	while (same && (got = fread(buf, 1, sizeof buf, f)) > 0) {
+		if (off + got > len || memcmp(buf, (const char *)data + off, got) != 0)
+			same = 0;
+		off += got;
+	}
+	fclose(f);
+	return same && off == len;
+}
+
+static int write_host(const char *host, const void *data, size_t len, mode_t mode, ma_err *e)
+{
+	char dir[MA_PATH_MAX], tmp[MA_PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", host);
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : dir;
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	if (slash && mkdir_host(dir, 0755, e))
+		return -1;
+	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", slash ? dir : ".", base) >= (int)sizeof tmp)
+		return ma_fail(e, "path too long: %s", host);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return ma_fail_errno(e, errno, "create temp file for %s", host);
+	/* Final mode before any byte is written: a private key is never readable by others. */
+	if (fchmod(fd, mode) != 0) {
+		int err = errno;
+		close(fd);
+		unlink(tmp);
+		return ma_fail_errno(e, err, "chmod %s", host);
+	}
+	const char *p = data;
+	size_t left = len;
+	while (left > 0) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int err = errno;
+			close(fd);
+			unlink(tmp);
+			return ma_fail_errno(e, err, "write %s", host);
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	if (fsync(fd) != 0) {
+		int err = errno;
+		close(fd);
+		unlink(tmp);
+		return ma_fail_errno(e, err, "fsync %s", host);
+	}
+	close(fd);
+	if (rename(tmp, host) != 0) {
+		int err = errno;
+		unlink(tmp);
+		return ma_fail_errno(e, err, "rename into %s", host);
+	}
+	return fsync_dir(slash ? dir : ".", e);
+}
+
+int ma_fs_write(const char *root, const char *path, const void *data, size_t len, mode_t mode,
+		int *changed, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	if (same_content(host, data, len, mode)) {
+		if (changed)
+			*changed = 0;
+		return 0;
+	}
+	if (changed)
+		*changed = 1;
+	return write_host(host, data, len, mode, e);
+}
+
+static int read_host(const char *host, char **data, size_t *len, ma_err *e)
+{
+	int fd = open(host, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ma_fail_errno(e, errno, "open %s", host);
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return ma_fail(e, "out of memory reading %s", host);
+	}
+	for (;;) {
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap *= 2);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return ma_fail(e, "out of memory reading %s", host);
+			}
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int err = errno;
+			free(buf);
+			close(fd);
+			return ma_fail_errno(e, err, "read %s", host);
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	*data = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int ma_fs_read(const char *root, const char *path, char **data, size_t *len, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	return read_host(host, data, len, e);
+}
+
+int ma_fs_exists(const char *root, const char *path, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	struct stat st;
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	if (lstat(host, &st) == 0)
+		return 1;
+	if (errno == ENOENT || errno == ENOTDIR)
+		return 0;
+	return ma_fail_errno(e, errno, "stat %s", host);
+}
+
+int ma_fs_remove(const char *root, const char *path, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	if (remove(host) != 0 && errno != ENOENT)
+		return ma_fail_errno(e, errno, "remove %s", host);
+	return 0;
+}
+
+static int remove_tree_host(const char *host, int keep_top, ma_err *e)
+{
+	struct stat st;
+	if (lstat(host, &st) != 0)
+		return errno == ENOENT ? 0 : ma_fail_errno(e, errno, "stat %s", host);
+	if (S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(host);
+		if (!d)
+			return ma_fail_errno(e, errno, "opendir %s", host);
+		struct dirent *de;
+		char child[MA_PATH_MAX];
+		while ((de = readdir(d))) {
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			if (snprintf(child, sizeof child, "%s/%s", host, de->d_name) >= (int)sizeof child) {
+				closedir(d);
+				return ma_fail(e, "path too long under %s", host);
+			}
+			if (remove_tree_host(child, 0, e)) {
+				closedir(d);
+				return -1;
+			}
+		}
+		closedir(d);
+		if (!keep_top && rmdir(host) != 0)
+			return ma_fail_errno(e, errno, "rmdir %s", host);
+		return 0;
+	}
+	if (keep_top)
+		return ma_fail(e, "%s is not a directory", host);
+	if (unlink(host) != 0 && errno != ENOENT)
+		return ma_fail_errno(e, errno, "unlink %s", host);
+	return 0;
+}
+
+int ma_fs_remove_tree(const char *root, const char *path, int keep_top, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	if (strcmp(host, "/") == 0 && !keep_top)
+		return ma_fail(e, "refusing to remove /");
+	return remove_tree_host(host, keep_top, e);
+}
+
+int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e)
+{
+	char hfrom[MA_PATH_MAX], hto[MA_PATH_MAX];
+	struct stat st;
+	char *data;
+	size_t len;
+	if (ma_fs_resolve(root, from, hfrom, sizeof hfrom, e) || ma_fs_resolve(root, to, hto, sizeof hto, e))
+		return -1;
+	if (stat(hfrom, &st) != 0)
+		return ma_fail_errno(e, errno, "stat %s", hfrom);
+	if (read_host(hfrom, &data, &len, e))
+		return -1;
+	int rc = write_host(hto, data, len, st.st_mode & 07777, e);
+	free(data);
+	return rc;
+}

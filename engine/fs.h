@@ -1,0 +1,35 @@
+/* Files under a root prefix: every node path ("/etc/kubernetes/pki/ca.key") is resolved
+ * under `root` ("/" on a real node, a temp dir in tests, a node dir in the lab).
+ * Writes are atomic (temp file created with the final mode, fsync, rename, fsync dir),
+ * so a crash leaves either the old file or the new one, never half of either. */
+#ifndef MA_FS_H
+#define MA_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define MA_PATH_MAX 4096
+
+/* Joins root and a node path, lexically cleaned; refuses paths that climb out of root. */
+int ma_fs_resolve(const char *root, const char *path, char *out, size_t outlen, ma_err *e);
+
+/* Atomic write with final mode. *changed (if not NULL) tells whether the bytes or mode differed
+ * from what was there; an identical file is left untouched. Parent dirs are created 0755. */
+int ma_fs_write(const char *root, const char *path, const void *data, size_t len, mode_t mode,
+		int *changed, ma_err *e);
+/* Reads a whole file into a malloc'd NUL-terminated buffer. */
+int ma_fs_read(const char *root, const char *path, char **data, size_t *len, ma_err *e);
+/* mkdir -p; directories it creates get `mode`. */
+int ma_fs_mkdir(const char *root, const char *path, mode_t mode, ma_err *e);
+/* 1 if it exists, 0 if not, -1 on another error. */
+int ma_fs_exists(const char *root, const char *path, ma_err *e);
+/* Removes a file or an empty dir; a missing path is not an error. */
+int ma_fs_remove(const char *root, const char *path, ma_err *e);
+/* rm -rf; with keep_top, only the contents of the directory go. */
+int ma_fs_remove_tree(const char *root, const char *path, int keep_top, ma_err *e);
+/* Copies a file atomically (same mode), e.g. a backup before an upgrade rewrites it. */
+int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e);
+
+#endif
