@@ -1,0 +1,53 @@
+-- The kubeadm.k8s.io/v1beta4 configuration: `require "config"`.
+local C <const> = require "config.constants"
+local load <const> = require "config.load"
+local gates <const> = require "config.gates"
+local print_ <const> = require "config.print"
+local duration <const> = require "config.duration"
+local defaults <const> = require "config.defaults"
+
+local config = {}
+
+config.constants = C
+
+--[[ config.load{files=, text=, filename=, flags=, args=, kind=, strict=, no_host_defaults=}
+→ cfg | nil, message, warnings. See docs/config.md for the shape of cfg. ]]
+config.load = load.load
+
+-- The node name kubeadm defaults to (the host name, lowercased) | nil, message.
+config.node_name_default = load.node_name_default
+
+-- Effective value of every accepted feature gate for a ClusterConfiguration (nil: defaults).
+config.feature_gates = gates.effective
+
+-- Parse the --feature-gates syntax "A=true,B=false" → {A=true, B=false} | nil, message.
+config.parse_feature_gates = gates.parse
+
+-- Check one gate: true [, warning] | nil, message.
+config.check_feature_gate = gates.check
+
+-- Defaults of "init"|"join"|"reset"|"upgrade" as YAML text | nil, message.
+config.print_defaults = print_.defaults
+
+-- Seconds of a Go duration text ("4m0s" → 240.0) | nil.
+config.duration_seconds = duration.seconds
+
+-- The ClusterConfiguration as it may be written to the cluster (kubeadm-config): a copy
+-- without the moonadm-only ControlPlaneKubeletLocalMode=false, which kubeadm v1.35 refuses.
+function config.cluster_for_upload(cluster)
+  local c = defaults.copy(cluster)
+  local fg = c.featureGates
+  if fg and fg.ControlPlaneKubeletLocalMode == false then
+    fg.ControlPlaneKubeletLocalMode = nil
+    if next(fg) == nil then c.featureGates = nil end
+  end
+  return c
+end
+
+-- The key algorithm of a cluster: PublicKeysECDSA (deprecated) still means ECDSA-P256.
+function config.encryption_algorithm(cluster)
+  if cluster.featureGates and cluster.featureGates.PublicKeysECDSA then return "ECDSA-P256" end
+  return cluster.encryptionAlgorithm or C.encryption_algorithm
+end
+
+return config
