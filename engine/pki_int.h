@@ -1,0 +1,24 @@
+/* Helpers shared by the engine/pki_*.c files; not part of the engine API. */
+#ifndef MA_PKI_INT_H
+#define MA_PKI_INT_H
+
+#include <openssl/bio.h>
+
+#include "pki.h"
+
+/* ma_fail with ": <OpenSSL reason>" appended; clears OpenSSL's error queue. */
+int ma_pki_sslfail(ma_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One PEM block found by ma_pki_pem_next. */
+typedef struct ma_pem_block {
+	char label[64];
+	const char *start; /* "-----BEGIN" */
+	size_t len;        /* up to and including the END line */
+} ma_pem_block;
+/* Next block at or after *pos: 1 found, 0 none left, -1 malformed/truncated (e set). */
+int ma_pki_pem_next(const char *s, size_t len, size_t *pos, ma_pem_block *b, ma_err *e);
+
+/* Copies a memory BIO's contents into a NUL-terminated malloc'ed buffer. */
+char *ma_pki_bio_take(BIO *b, size_t *len, ma_err *e);
+
+#endif

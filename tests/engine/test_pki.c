@@ -1,0 +1,641 @@
+/* engine/pki: keys, PEM, CA/leaf, CSR, checks, pins, JWS, AES-GCM, random.
+ * Known answers come from the kubeadm reference (JWS vectors) and from the
+ * openssl CLI (pins, key checks, chain verification). */
+#include "pki.h"
+#include "t.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/test_pki.XXXXXX";
+
+static const char *path(const char *name)
+{
+	static char buf[4][256];
+	static int k;
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+	return buf[k];
+}
+
+static void put(const char *name, const char *data)
+{
+	FILE *f = fopen(path(name), "w");
+	if (f) fputs(data, f), fclose(f);
+}
+
+/* Exit status of a shell command (output discarded). */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof cmd, fmt, ap);
+	va_end(ap);
+	strcat(cmd, " >/dev/null 2>&1");
+	int r = system(cmd);
+	return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
+}
+
+/* First line of a shell command's output. */
+static char *out1(const char *cmd, char *buf, size_t n)
+{
+	FILE *p = popen(cmd, "r");
+	buf[0] = '\0';
+	if (p) {
+		if (fgets(buf, (int)n, p)) buf[strcspn(buf, "\n")] = '\0';
+		pclose(p);
+	}
+	return buf;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static char *key_pem(ma_pki_key *k, size_t *n)
+{
+	ma_err e = {0};
+	char *p = ma_pki_key_pem(k, n, &e);
+	CHECK(p, "%s", e.msg);
+	return p;
+}
+
+static void put_cert(const char *name, ma_pki_cert *c)
+{
+	char *p = ma_pki_cert_pem(c, NULL, NULL);
+	put(name, p ? p : "");
+	free(p);
+}
+
+static const char *const ca_dns[] = {"kubernetes"};
+static ma_pki_spec ca_spec(void)
+{
+	int64_t t = (int64_t)time(NULL);
+	return (ma_pki_spec){.cn = "kubernetes", .dns = ca_dns, .n_dns = 1, .not_before = t - 300,
+			     .not_after = t + 87600 * 3600LL, .is_ca = 1};
+}
+
+static const char *const api_dns[] = {"cp1", "kubernetes", "kubernetes.default", "*.apps.example.com"};
+static const char *const api_ips[] = {"10.96.0.1", "192.168.1.10", "::1"};
+static ma_pki_spec leaf_spec(void)
+{
+	int64_t t = (int64_t)time(NULL);
+	return (ma_pki_spec){.cn = "kube-apiserver", .dns = api_dns, .n_dns = 4, .ips = api_ips, .n_ips = 3,
+			     .ext_usages = MA_EKU_SERVER_AUTH, .not_before = t - 300, .not_after = t + 8760 * 3600LL};
+}
+
+/* A CA and a leaf signed by it, for tests that need a chain. */
+static ma_pki_key *cakey, *leafkey;
+static ma_pki_cert *cacert, *leaf;
+static ma_pki_spec cs, ls; /* the specs they were made from */
+static void setup_chain(void)
+{
+	ma_err e = {0};
+	const char *algs[] = {"RSA-2048", "ECDSA-P256"};
+	ma_pki_key *k[2];
+	CHECK(ma_pki_genkeys_parallel(algs, 2, k, 0, &e) == 0, "%s", e.msg);
+	cakey = k[0], leafkey = k[1];
+	cs = ca_spec(), ls = leaf_spec();
+	CHECK((cacert = ma_pki_ca_create(cakey, &cs, &e)), "%s", e.msg);
+	CHECK((leaf = ma_pki_cert_sign(leafkey, &ls, cacert, cakey, &e)), "%s", e.msg);
+	put_cert("ca.crt", cacert);
+	put_cert("leaf.crt", leaf);
+}
+
+static void test_keygen_algorithms(void)
+{
+	static const struct { const char *alg, *type; int bits; } want[] = {
+		{"RSA-2048", "RSA", 2048}, {"RSA-3072", "RSA", 3072}, {"RSA-4096", "RSA", 4096},
+		{"ECDSA-P256", "ECDSA", 256}, {"ECDSA-P384", "ECDSA", 384}, {"", "RSA", 2048}};
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		ma_err e = {0};
+		double t0 = now_ms();
+		ma_pki_key *k = ma_pki_genkey(want[i].alg, &e);
+		CHECK(k, "%s: %s", want[i].alg, e.msg);
+		if (!k) continue;
+		printf("# keygen %-10s %7.1f ms\n", *want[i].alg ? want[i].alg : "(empty)", now_ms() - t0);
+		CHECK_STR(ma_pki_key_type(k), want[i].type);
+		CHECK(ma_pki_key_bits(k) == want[i].bits, "%s: %d bits", want[i].alg, ma_pki_key_bits(k));
+		CHECK(ma_pki_key_is_private(k), "%s", want[i].alg);
+		ma_pki_key_free(k);
+	}
+	ma_err e = {0};
+	CHECK(!ma_pki_genkey("RSA-1024", &e), "RSA-1024 accepted");
+	CHECK(strstr(e.msg, "RSA-1024") && strstr(e.msg, "RSA-2048, RSA-3072, RSA-4096, ECDSA-P256, ECDSA-P384"), "%s",
+	      e.msg);
+}
+
+static void test_keygen_parallel(void)
+{
+	enum { N = 8 };
+	const char *algs[N];
+	ma_pki_key *k[N];
+	ma_err e = {0};
+	for (int i = 0; i < N; i++) algs[i] = "RSA-2048";
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	double t0 = now_ms();
+	CHECK(ma_pki_genkeys_parallel(algs, N, k, 1, &e) == 0, "%s", e.msg);
+	double serial = now_ms() - t0;
+	for (int i = 0; i < N; i++) ma_pki_key_free(k[i]);
+	t0 = now_ms();
+	CHECK(ma_pki_genkeys_parallel(algs, N, k, 0, &e) == 0, "%s", e.msg);
+	double par = now_ms() - t0;
+	printf("# %d x RSA-2048: 1 thread %.0f ms, %ld threads %.0f ms, speedup %.2f\n", N, serial, cpus, par,
+	       serial / par);
+	for (int i = 0; i < N; i++) {
+		CHECK(k[i] && ma_pki_key_bits(k[i]) == 2048, "key %d", i);
+		for (int j = 0; j < i; j++) CHECK(k[i] && k[j] && !ma_pki_key_equal(k[i], k[j]), "keys %d and %d equal", i, j);
+	}
+	for (int i = 0; i < N; i++) ma_pki_key_free(k[i]);
+	/* a bad name anywhere fails the batch before any work, and nothing leaks */
+	const char *bad[] = {"ECDSA-P256", "ECDSA-P521"};
+	CHECK(ma_pki_genkeys_parallel(bad, 2, k, 2, &e) == -1 && !k[0] && !k[1], "bad batch accepted");
+	CHECK(strstr(e.msg, "ECDSA-P521"), "%s", e.msg);
+}
+
+static void test_pem_roundtrip(void)
+{
+	const char *algs[] = {"RSA-2048", "ECDSA-P256", "ECDSA-P384"};
+	for (int i = 0; i < 3; i++) {
+		ma_err e = {0};
+		ma_pki_key *k = ma_pki_genkey(algs[i], &e), *r, *pub;
+		size_t n;
+		char *pem = k ? key_pem(k, &n) : NULL;
+		int rsa = i == 0;
+		if (!pem) continue;
+		CHECK(strncmp(pem, rsa ? "-----BEGIN RSA PRIVATE KEY-----\n" : "-----BEGIN EC PRIVATE KEY-----\n",
+			      rsa ? 32 : 31) == 0, "%s header: %.40s", algs[i], pem);
+		CHECK(n == strlen(pem), "length");
+		put("k.pem", pem);
+		CHECK(sh(rsa ? "openssl rsa -check -noout -in %s" : "openssl ec -check -noout -in %s", path("k.pem")) == 0,
+		      "openssl rejects %s", algs[i]);
+		CHECK((r = ma_pki_key_read(pem, n, &e)), "%s", e.msg);
+		CHECK(r && ma_pki_key_equal(k, r), "%s re-read differs", algs[i]);
+		ma_pki_key_free(r);
+		/* PKCS#8 from the openssl CLI reads too */
+		char cmd[512], *p8 = NULL;
+		snprintf(cmd, sizeof cmd, "openssl pkcs8 -topk8 -nocrypt -in %s", path("k.pem"));
+		FILE *f = popen(cmd, "r");
+		size_t cap = 0;
+		ssize_t got = f ? getdelim(&p8, &cap, '\0', f) : -1;
+		if (f) pclose(f);
+		CHECK(got > 0 && strstr(p8, "BEGIN PRIVATE KEY"), "pkcs8 conversion");
+		CHECK(got > 0 && (r = ma_pki_key_read(p8, (size_t)got, &e)) && ma_pki_key_equal(k, r), "%s", e.msg);
+		ma_pki_key_free(got > 0 ? r : NULL);
+		free(p8);
+		/* public key: PKIX PEM, public-only handle */
+		char *pp = ma_pki_pubkey_pem(k, &n, &e);
+		CHECK(pp && !strncmp(pp, "-----BEGIN PUBLIC KEY-----\n", 27), "%s", pp ? pp : e.msg);
+		CHECK(pp && (pub = ma_pki_pubkey_read(pp, n, &e)), "%s", e.msg);
+		if (pp && pub) {
+			CHECK(!ma_pki_key_is_private(pub), "public key claims a private part");
+			CHECK(!ma_pki_key_pem(pub, NULL, &e) && strstr(e.msg, "no private part"), "%s", e.msg);
+			CHECK(ma_pki_key_equal(k, pub), "public half differs");
+			ma_pki_key_free(pub);
+		}
+		CHECK(!ma_pki_key_read(pp, n, &e) && strstr(e.msg, "no private key found") &&
+			      strstr(e.msg, "PUBLIC KEY"), "%s", e.msg);
+		/* the public half of a private key PEM */
+		CHECK((pub = ma_pki_pubkey_read(pem, strlen(pem), &e)) && !ma_pki_key_is_private(pub), "%s", e.msg);
+		ma_pki_key_free(pub);
+		free(pp);
+		ma_pki_secret_free(pem, strlen(pem));
+		ma_pki_key_free(k);
+	}
+	/* PKCS#1 "RSA PUBLIC KEY" */
+	ma_err e = {0};
+	CHECK(sh("openssl genrsa -out %s 2048 && openssl rsa -in %s -RSAPublicKey_out -out %s", path("r.pem"),
+		 path("r.pem"), path("rpub.pem")) == 0, "openssl genrsa");
+	char buf[4096];
+	FILE *f = fopen(path("rpub.pem"), "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f) fclose(f);
+	buf[n] = '\0';
+	ma_pki_key *pub = ma_pki_pubkey_read(buf, n, &e);
+	CHECK(pub && !strcmp(ma_pki_key_type(pub), "RSA") && ma_pki_key_bits(pub) == 2048, "%s", e.msg);
+	ma_pki_key_free(pub);
+}
+
+static void test_pem_errors(void)
+{
+	ma_err e = {0};
+	ma_pki_key *k = ma_pki_genkey("RSA-2048", &e);
+	size_t n;
+	char *pem = key_pem(k, &n);
+	CHECK(!ma_pki_key_read(pem, n / 2, &e) && strstr(e.msg, "truncated PEM"), "%s", e.msg);
+	CHECK(!ma_pki_key_read("", 0, &e) && strstr(e.msg, "no PEM data"), "%s", e.msg);
+	CHECK(!ma_pki_key_read("hello", 5, &e) && strstr(e.msg, "no PEM data"), "%s", e.msg);
+	/* damage the base64 body, keep the frame */
+	char *bad = strdup(pem);
+	memset(bad + 40, '!', 20);
+	CHECK(!ma_pki_key_read(bad, n, &e) && strstr(e.msg, "malformed RSA PRIVATE KEY"), "%s", e.msg);
+	free(bad);
+	/* a truncated body with its END line */
+	char cut[4096];
+	int m = snprintf(cut, sizeof cut, "%.200s\n-----END RSA PRIVATE KEY-----\n", pem);
+	CHECK(!ma_pki_key_read(cut, (size_t)m, &e) && strstr(e.msg, "malformed"), "%s", e.msg);
+	/* a certificate is not a key, and a key is not a certificate */
+	char *cert = ma_pki_cert_pem(cacert, &n, &e);
+	CHECK(!ma_pki_key_read(cert, n, &e) && strstr(e.msg, "no private key found in PEM data (found CERTIFICATE)"),
+	      "%s", e.msg);
+	CHECK(!ma_pki_cert_read(pem, strlen(pem), &e) &&
+		      strstr(e.msg, "no certificate found in PEM data (found RSA PRIVATE KEY)"), "%s", e.msg);
+	CHECK(!ma_pki_cert_read(cert, n - 30, &e) && strstr(e.msg, "truncated PEM"), "%s", e.msg);
+	free(cert);
+	/* Ed25519 is neither RSA nor ECDSA */
+	char ed[1024];
+	FILE *f = popen("openssl genpkey -algorithm ed25519", "r");
+	size_t got = f ? fread(ed, 1, sizeof ed - 1, f) : 0;
+	if (f) pclose(f);
+	ed[got] = '\0';
+	CHECK(!ma_pki_key_read(ed, got, &e) && strstr(e.msg, "neither in RSA nor ECDSA"), "%s", e.msg);
+	/* a key followed by other blocks: the key is found after a certificate too */
+	char both[8192];
+	char *c2 = ma_pki_cert_pem(cacert, NULL, NULL);
+	m = snprintf(both, sizeof both, "%s%s", c2, pem);
+	ma_pki_key *r = ma_pki_key_read(both, (size_t)m, &e);
+	CHECK(r && ma_pki_key_equal(k, r), "%s", e.msg);
+	ma_pki_key_free(r);
+	free(c2);
+	ma_pki_secret_free(pem, strlen(pem));
+	ma_pki_key_free(k);
+}
+
+static void test_ca_and_leaf(void)
+{
+	ma_err e = {0};
+	ma_pki_info ci, li;
+	CHECK(ma_pki_cert_info(cacert, &ci, &e) == 0, "%s", e.msg);
+	CHECK(ma_pki_cert_info(leaf, &li, &e) == 0, "%s", e.msg);
+	CHECK_STR(ci.subject.cn, "kubernetes");
+	CHECK_STR(ci.issuer.cn, "kubernetes");
+	CHECK(ci.is_ca && !li.is_ca, "is_ca %d %d", ci.is_ca, li.is_ca);
+	CHECK(ci.usages == (MA_KU_DIGITAL_SIGNATURE | MA_KU_KEY_ENCIPHERMENT | MA_KU_CERT_SIGN), "CA usages %x", ci.usages);
+	CHECK(li.usages == (MA_KU_DIGITAL_SIGNATURE | MA_KU_KEY_ENCIPHERMENT), "leaf usages %x", li.usages);
+	CHECK(ci.ext_usages == 0 && li.ext_usages == MA_EKU_SERVER_AUTH, "eku %x %x", ci.ext_usages, li.ext_usages);
+	CHECK(ci.n_dns == 1 && !strcmp(ci.dns[0], "kubernetes") && ci.n_ips == 0, "CA SANs");
+	CHECK(ci.not_before == cs.not_before && ci.not_after == cs.not_after, "CA times");
+	CHECK(li.not_before == ls.not_before && li.not_after == ls.not_after, "leaf times");
+	CHECK_STR(li.subject.cn, "kube-apiserver");
+	CHECK_STR(li.issuer.cn, "kubernetes");
+	CHECK(li.n_dns == 4 && !strcmp(li.dns[3], "*.apps.example.com"), "leaf DNS");
+	CHECK(li.n_ips == 3 && !strcmp(li.ips[0], "10.96.0.1") && !strcmp(li.ips[2], "::1"), "leaf IPs");
+	CHECK(strlen(ci.ski) == 40 && strlen(li.ski) == 40 && !ci.aki[0], "ski %s / %s, CA aki %s", ci.ski, li.ski,
+	      ci.aki);
+	CHECK(!strcmp(li.aki, ci.ski), "leaf aki %s != CA ski %s", li.aki, ci.ski);
+	CHECK(ci.serial[0] && strlen(ci.serial) <= 16 && strcmp(ci.serial, li.serial), "serials %s %s", ci.serial,
+	      li.serial);
+	CHECK_STR(ci.key_type, "RSA");
+	CHECK_STR(li.key_type, "ECDSA");
+	CHECK(ci.key_bits == 2048 && li.key_bits == 256, "bits");
+	ma_pki_info_free(&ci);
+	ma_pki_info_free(&li);
+	/* what openssl sees: v3, critical KU/BC, SHA-256, and the chain verifies */
+	char line[512], cmd[512];
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -text | grep -A1 'Key Usage: critical' | tail -1 | xargs",
+		 path("ca.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line), "Digital Signature, Key Encipherment, Certificate Sign");
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -text | grep -A1 'Basic Constraints: critical' | tail -1 | xargs",
+		 path("ca.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line), "CA:TRUE");
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -text | grep -A1 'Basic Constraints: critical' | tail -1 | xargs",
+		 path("leaf.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line), "CA:FALSE");
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -text | grep -m1 'Version' | xargs", path("leaf.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line), "Version: 3 (0x2)");
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -text | grep -m1 'Signature Algorithm' | xargs",
+		 path("leaf.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line), "Signature Algorithm: sha256WithRSAEncryption");
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -ext subjectAltName | tail -1 | xargs", path("leaf.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line),
+		  "DNS:cp1, DNS:kubernetes, DNS:kubernetes.default, DNS:*.apps.example.com, IP Address:10.96.0.1, "
+		  "IP Address:192.168.1.10, IP Address:0:0:0:0:0:0:0:1");
+	CHECK(sh("openssl verify -CAfile %s %s", path("ca.crt"), path("leaf.crt")) == 0, "openssl verify rejects");
+}
+
+static void test_ecdsa_p384_and_subject(void)
+{
+	ma_err e = {0};
+	ma_pki_key *k = ma_pki_genkey("ECDSA-P384", &e);
+	const char *o[] = {"kubeadm:cluster-admins", "system:masters", "Ünïcode"};
+	ma_pki_spec s = ca_spec();
+	s.cn = "etcd-ca";
+	ma_pki_cert *ca = ma_pki_ca_create(k, &s, &e);
+	CHECK(ca, "%s", e.msg);
+	ma_pki_spec l = {.cn = "kube-apiserver-kubelet-client", .o = o, .n_o = 3, .ext_usages = MA_EKU_CLIENT_AUTH};
+	ma_pki_cert *c = ma_pki_cert_sign(leafkey, &l, ca, k, &e);
+	CHECK(c, "%s", e.msg);
+	if (!ca || !c) return;
+	put_cert("p384.crt", ca);
+	put_cert("client.crt", c);
+	char line[512], cmd[512];
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -text | grep -m1 'Signature Algorithm' | xargs",
+		 path("client.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line), "Signature Algorithm: ecdsa-with-SHA384");
+	/* all O values in one multi-valued RDN before CN, as Go's pkix.Name marshals them (RFC 2253
+	 * prints the RDNs last first; the values inside the RDN are in DER SET OF order) */
+	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -subject -nameopt RFC2253,-esc_msb", path("client.crt"));
+	out1(cmd, line, sizeof line);
+	CHECK(!strncmp(line, "subject=CN=kube-apiserver-kubelet-client,O=", 43) && strstr(line, "+O=system:masters") &&
+		      strstr(line, "Ünïcode") && strstr(line, "kubeadm:cluster-admins") && !strchr(line + 43, ','),
+	      "%s", line);
+	snprintf(cmd, sizeof cmd, "openssl asn1parse -in %s | grep -A1 organizationName | grep -o '[A-Z0-9]*STRING *:.*' | sort | xargs",
+		 path("client.crt"));
+	CHECK_STR(out1(cmd, line, sizeof line),
+		  "PRINTABLESTRING :kubeadm:cluster-admins PRINTABLESTRING :system:masters UTF8STRING :Ünïcode");
+	CHECK(sh("openssl verify -CAfile %s %s", path("p384.crt"), path("client.crt")) == 0, "openssl verify rejects");
+	ma_pki_info in;
+	CHECK(ma_pki_cert_info(c, &in, &e) == 0, "%s", e.msg);
+	CHECK(in.subject.n_o == 3, "%zu O values", in.subject.n_o);
+	for (size_t i = 0; i < in.subject.n_o && i < 3; i++) {
+		int found = 0;
+		for (int j = 0; j < 3; j++) found |= !strcmp(in.subject.o[i], o[j]);
+		CHECK(found, "O %s", in.subject.o[i]);
+	}
+	CHECK(in.n_dns == 0 && in.ext_usages == MA_EKU_CLIENT_AUTH && in.not_before == s.not_before &&
+		      in.not_after == in.not_before + 8760 * 3600LL, "defaults from the CA");
+	ma_pki_info_free(&in);
+	/* bad specs */
+	ma_pki_spec nou = {.cn = "x"};
+	CHECK(!ma_pki_cert_sign(leafkey, &nou, ca, k, &e) && strstr(e.msg, "at least one extended key usage"), "%s",
+	      e.msg);
+	const char *badip[] = {"10.0.0.300"};
+	ma_pki_spec bi = {.cn = "x", .ext_usages = MA_EKU_SERVER_AUTH, .ips = badip, .n_ips = 1};
+	CHECK(!ma_pki_cert_sign(leafkey, &bi, ca, k, &e) && strstr(e.msg, "invalid IP address \"10.0.0.300\""), "%s",
+	      e.msg);
+	ma_pki_spec past = {.cn = "x", .ext_usages = MA_EKU_SERVER_AUTH, .not_before = 100, .not_after = 50};
+	CHECK(!ma_pki_cert_sign(leafkey, &past, ca, k, &e) && strstr(e.msg, "not_after"), "%s", e.msg);
+	/* usage names */
+	unsigned bit;
+	CHECK(ma_pki_usage_bit("cert_sign", 0, &bit, &e) == 0 && bit == MA_KU_CERT_SIGN, "cert_sign");
+	CHECK(ma_pki_usage_bit("client_auth", 1, &bit, &e) == 0 && bit == MA_EKU_CLIENT_AUTH, "client_auth");
+	CHECK(ma_pki_usage_bit("serverAuth", 1, &bit, &e) == -1 && strstr(e.msg, "server_auth, client_auth"), "%s",
+	      e.msg);
+	ma_pki_cert_free(c);
+	ma_pki_cert_free(ca);
+	ma_pki_key_free(k);
+}
+
+static void test_verify(void)
+{
+	ma_err e = {0};
+	CHECK(ma_pki_cert_verify(leaf, cacert, NULL, 0, 1, 0, &e) == 0, "%s", e.msg);
+	CHECK(ma_pki_cert_verify(cacert, cacert, NULL, 0, 1, 0, &e) == 0, "%s", e.msg);
+	/* expired in 2 years; ignored without the time check */
+	int64_t later = (int64_t)time(NULL) + 2 * 8760 * 3600LL;
+	CHECK(ma_pki_cert_verify(leaf, cacert, NULL, 0, 1, later, &e) == -1 && strstr(e.msg, "expired"), "%s", e.msg);
+	CHECK(ma_pki_cert_verify(leaf, cacert, NULL, 0, 0, later, &e) == 0, "%s", e.msg);
+	/* another CA with the same name does not verify */
+	ma_pki_key *k2 = ma_pki_genkey("ECDSA-P256", &e);
+	ma_pki_spec s = ca_spec();
+	ma_pki_cert *ca2 = ma_pki_ca_create(k2, &s, &e);
+	CHECK(ma_pki_cert_verify(leaf, ca2, NULL, 0, 1, 0, &e) == -1 &&
+		      strstr(e.msg, "certificate CN=kube-apiserver does not verify against CA CN=kubernetes"), "%s", e.msg);
+	/* a CA key that does not belong to the CA, a leaf used as CA */
+	ma_pki_spec l = leaf_spec();
+	CHECK(!ma_pki_cert_sign(leafkey, &l, cacert, k2, &e) && strstr(e.msg, "CA key does not match"), "%s", e.msg);
+	CHECK(!ma_pki_cert_sign(k2, &l, leaf, leafkey, &e) && strstr(e.msg, "certificate CN=kube-apiserver is not a CA"),
+	      "%s", e.msg);
+	CHECK(ma_pki_cert_verify(ca2, leaf, NULL, 0, 1, 0, &e) == -1 && strstr(e.msg, "is not a CA"), "%s", e.msg);
+	/* an intermediate: root -> inter -> leaf2, untrusted intermediate passed along */
+	ma_pki_spec is = ca_spec();
+	is.cn = "intermediate";
+	ma_pki_cert *inter = ma_pki_cert_sign(k2, &is, cacert, cakey, &e);
+	CHECK(inter, "%s", e.msg);
+	ma_pki_cert *leaf2 = inter ? ma_pki_cert_sign(leafkey, &l, inter, k2, &e) : NULL;
+	CHECK(leaf2, "%s", e.msg);
+	CHECK(ma_pki_cert_verify(leaf2, cacert, &inter, 1, 1, 0, &e) == 0, "%s", e.msg);
+	CHECK(ma_pki_cert_verify(leaf2, cacert, NULL, 0, 1, 0, &e) == -1, "verified without intermediate");
+	CHECK(ma_pki_cert_verify(leaf2, inter, NULL, 0, 1, 0, &e) == 0, "intermediate as anchor: %s", e.msg);
+	ma_pki_cert_free(leaf2);
+	ma_pki_cert_free(inter);
+	/* key/cert matching */
+	CHECK(ma_pki_key_matches_cert(leafkey, leaf, &e) == 1, "%s", e.msg);
+	CHECK(ma_pki_key_matches_cert(cakey, cacert, &e) == 1, "%s", e.msg);
+	CHECK(ma_pki_key_matches_cert(k2, leaf, &e) == 0 && strstr(e.msg, "does not match"), "%s", e.msg);
+	CHECK(ma_pki_key_matches_cert(cakey, leaf, &e) == 0, "RSA key matches EC cert");
+	ma_pki_cert_free(ca2);
+	ma_pki_key_free(k2);
+}
+
+static void test_covers(void)
+{
+	ma_err e = {0};
+	static const struct { const char *name; int want; } cases[] = {
+		{"cp1", 1}, {"KUBERNETES.default", 1}, {"kubernetes.default.svc", 0}, {"x.apps.example.com", 1},
+		{"a.b.apps.example.com", 0}, {"apps.example.com", 0}, {"10.96.0.1", 1}, {"192.168.1.10", 1},
+		{"10.96.0.2", 0}, {"::1", 1}, {"0:0:0:0:0:0:0:1", 1}, {"::2", 0}, {"kube-apiserver", 0}};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int r = ma_pki_cert_covers(leaf, cases[i].name, &e);
+		CHECK(r == cases[i].want, "%s: got %d", cases[i].name, r);
+		if (!r) CHECK(strstr(e.msg, "is not valid for"), "%s", e.msg);
+	}
+}
+
+static void test_pin(void)
+{
+	ma_err e = {0};
+	char pin[72], cmd[512], want[256];
+	CHECK(ma_pki_cert_pin(cacert, pin, &e) == 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd,
+		 "openssl x509 -pubkey -noout -in %s | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex "
+		 "| sed 's/^.* //'", path("ca.crt"));
+	out1(cmd, want, sizeof want);
+	CHECK(strlen(want) == 64 && !strncmp(pin, "sha256:", 7) && !strcmp(pin + 7, want), "%s vs %s", pin, want);
+	CHECK(ma_pki_cert_pin(leaf, pin, &e) == 0, "%s", e.msg);
+	snprintf(cmd, sizeof cmd,
+		 "openssl x509 -pubkey -noout -in %s | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex "
+		 "| sed 's/^.* //'", path("leaf.crt"));
+	CHECK(!strcmp(pin + 7, out1(cmd, want, sizeof want)), "%s vs %s", pin, want);
+}
+
+static void test_csr(void)
+{
+	ma_err e = {0};
+	const char *o[] = {"system:nodes"};
+	const char *dns[] = {"node1"}, *ips[] = {"10.0.0.5"};
+	ma_pki_spec s = {.cn = "system:node:node1", .o = o, .n_o = 1, .dns = dns, .n_dns = 1, .ips = ips, .n_ips = 1};
+	size_t n;
+	char *pem = ma_pki_csr_create(leafkey, &s, &n, &e);
+	CHECK(pem && !strncmp(pem, "-----BEGIN CERTIFICATE REQUEST-----\n", 36), "%s", pem ? pem : e.msg);
+	if (!pem) return;
+	put("n.csr", pem);
+	CHECK(sh("openssl req -verify -noout -in %s", path("n.csr")) == 0, "openssl req -verify rejects");
+	ma_pki_info in;
+	ma_pki_key *pub;
+	CHECK(ma_pki_csr_parse(pem, n, &in, &pub, &e) == 0, "%s", e.msg);
+	CHECK_STR(in.subject.cn, "system:node:node1");
+	CHECK(in.subject.n_o == 1 && !strcmp(in.subject.o[0], "system:nodes"), "O");
+	CHECK(in.n_dns == 1 && !strcmp(in.dns[0], "node1") && in.n_ips == 1 && !strcmp(in.ips[0], "10.0.0.5"), "SANs");
+	CHECK(!strcmp(in.key_type, "ECDSA") && in.key_bits == 256, "key %s", in.key_type);
+	CHECK(pub && !ma_pki_key_is_private(pub) && ma_pki_key_equal(pub, leafkey), "CSR public key");
+	/* sign the CSR's public key with the CA (external CA / CSR flow) */
+	ma_pki_spec ls = {.cn = in.subject.cn, .o = (const char *const *)in.subject.o, .n_o = in.subject.n_o,
+			  .dns = (const char *const *)in.dns, .n_dns = in.n_dns, .ext_usages = MA_EKU_CLIENT_AUTH};
+	ma_pki_cert *c = ma_pki_cert_sign(pub, &ls, cacert, cakey, &e);
+	CHECK(c && ma_pki_key_matches_cert(leafkey, c, &e) == 1, "%s", e.msg);
+	ma_pki_cert_free(c);
+	ma_pki_key_free(pub);
+	ma_pki_info_free(&in);
+	/* a tampered CSR: flip one byte of the signature (the last base64 line) */
+	char *bad = strdup(pem);
+	char *end = strstr(bad, "\n-----END");
+	end[-3] = end[-3] == 'A' ? 'B' : 'A';
+	CHECK(ma_pki_csr_parse(bad, n, &in, NULL, &e) == -1 && (strstr(e.msg, "signature") || strstr(e.msg, "malformed")),
+	      "%s", e.msg);
+	CHECK(ma_pki_csr_parse("x", 1, &in, NULL, &e) == -1 && strstr(e.msg, "no CERTIFICATE REQUEST"), "%s", e.msg);
+	free(bad);
+	free(pem);
+}
+
+static void test_certs_chain(void)
+{
+	ma_err e = {0};
+	char *a = ma_pki_cert_pem(leaf, NULL, &e), *b = ma_pki_cert_pem(cacert, NULL, &e);
+	char *both = malloc(strlen(a) + strlen(b) + 1);
+	strcat(strcpy(both, a), b);
+	ma_pki_cert **v;
+	size_t n;
+	CHECK(ma_pki_certs_read(both, strlen(both), &v, &n, &e) == 0 && n == 2, "%s", e.msg);
+	if (n == 2) CHECK(ma_pki_cert_verify(v[0], v[1], NULL, 0, 1, 0, &e) == 0, "%s", e.msg);
+	ma_pki_certs_free(v, n);
+	free(a), free(b), free(both);
+}
+
+static void test_jws(void)
+{
+	static const char *content = "Hello from the other side. I must have called a thousand times.";
+	static const struct { const char *content, *secret, *want; } v[] = {
+		{"Hello from the other side. I must have called a thousand times.", "my voice is my passcode",
+		 "eyJhbGciOiJIUzI1NiIsImtpZCI6Impvc2h1YSJ9..VShe2taLd-YTrmWuRkcL_8QTNDHYxQIEBsAYYiIj1_8"},
+		{"", "my voice is my passcode",
+		 "eyJhbGciOiJIUzI1NiIsImtpZCI6Impvc2h1YSJ9..7Ui1ALizW4jXphVUB7xUqC9vLYLL9RZeOFfVLoB7Tgk"},
+		{"Hello from the other side. I must have called a thousand times.", "",
+		 "eyJhbGciOiJIUzI1NiIsImtpZCI6Impvc2h1YSJ9..UfkqvDGiIFxrMnFseDj9LYJOLNrvjW8aHhF71mvvAs8"}};
+	ma_err e = {0};
+	for (int i = 0; i < 3; i++) {
+		size_t n;
+		char *got = ma_pki_jws_sign(v[i].content, strlen(v[i].content), "joshua", v[i].secret, &n, &e);
+		CHECK_STR(got, v[i].want);
+		CHECK(got && n == strlen(v[i].want), "length");
+		CHECK(ma_pki_jws_verify(v[i].content, strlen(v[i].content), "joshua", v[i].secret, v[i].want,
+					strlen(v[i].want), &e) == 1, "vector %d does not verify", i);
+		free(got);
+	}
+	char *h = ma_pki_jws_sign("x", 1, "abcdef", "0123456789abcdef", NULL, &e);
+	CHECK(h && !strncmp(h, "eyJhbGciOiJIUzI1NiIsImtpZCI6ImFiY2RlZiJ9..", 42), "%s", h);
+	free(h);
+	const char *good = v[0].want;
+	char bad[128];
+	strcpy(bad, good);
+	bad[strlen(bad) - 1] ^= 1;
+	CHECK(ma_pki_jws_verify(content, strlen(content), "joshua", "my voice is my passcode", bad, strlen(bad), &e) == 0 &&
+		      strstr(e.msg, "does not match"), "tampered signature accepted");
+	CHECK(ma_pki_jws_verify(content, strlen(content) - 1, "joshua", "my voice is my passcode", good, strlen(good),
+				&e) == 0, "changed content accepted");
+	CHECK(ma_pki_jws_verify(content, strlen(content), "joshub", "my voice is my passcode", good, strlen(good), &e) ==
+		      0, "other kid accepted");
+	CHECK(ma_pki_jws_verify(content, strlen(content), "joshua", "my voice is my passcode", good, strlen(good) - 1,
+				&e) == 0, "prefix accepted");
+}
+
+static void test_aead(void)
+{
+	ma_err e = {0};
+	char hex[65];
+	unsigned char key[32], key2[32], *ct, *pt;
+	size_t klen, n, m;
+	const char *msg = "-----BEGIN RSA PRIVATE KEY-----\nsecret\n-----END RSA PRIVATE KEY-----\n";
+	CHECK(ma_pki_certificate_key(hex, &e) == 0 && strlen(hex) == 64, "%s", e.msg);
+	CHECK(ma_pki_unhex(hex, key, sizeof key, &klen, &e) == 0 && klen == 32, "%s", e.msg);
+	CHECK(ma_pki_seal(key, 32, msg, strlen(msg), &ct, &n, &e) == 0 && n == 12 + strlen(msg) + 16, "%s", e.msg);
+	CHECK(ma_pki_open(key, 32, ct, n, &pt, &m, &e) == 0 && m == strlen(msg) && !memcmp(pt, msg, m), "%s", e.msg);
+	ma_pki_secret_free(pt, m);
+	/* two seals differ (random nonce) */
+	unsigned char *ct2;
+	size_t n2;
+	CHECK(ma_pki_seal(key, 32, msg, strlen(msg), &ct2, &n2, &e) == 0 && memcmp(ct, ct2, n), "nonce reuse");
+	free(ct2);
+	/* any flipped byte in nonce, ciphertext or tag is rejected */
+	size_t spots[] = {0, 11, 12, n / 2, n - 17, n - 16, n - 1};
+	for (size_t i = 0; i < sizeof spots / sizeof *spots; i++) {
+		ct[spots[i]] ^= 0x01;
+		CHECK(ma_pki_open(key, 32, ct, n, &pt, &m, &e) == -1 && strstr(e.msg, "authentication failed"),
+		      "flip at %zu accepted", spots[i]);
+		ct[spots[i]] ^= 0x01;
+	}
+	memcpy(key2, key, 32);
+	key2[5] ^= 0x80;
+	CHECK(ma_pki_open(key2, 32, ct, n, &pt, &m, &e) == -1, "wrong key accepted");
+	CHECK(ma_pki_open(key, 32, ct, 27, &pt, &m, &e) == -1 && strstr(e.msg, "too short"), "%s", e.msg);
+	CHECK(ma_pki_open(key, 32, ct, n - 1, &pt, &m, &e) == -1, "truncated accepted");
+	CHECK(ma_pki_seal(key, 20, "x", 1, &ct2, &n2, &e) == -1 && strstr(e.msg, "want 32"), "%s", e.msg);
+	free(ct);
+	/* empty plaintext: nonce and tag only */
+	CHECK(ma_pki_seal(key, 32, "", 0, &ct, &n, &e) == 0 && n == 28, "%s", e.msg);
+	CHECK(ma_pki_open(key, 32, ct, n, &pt, &m, &e) == 0 && m == 0, "%s", e.msg);
+	ma_pki_secret_free(pt, 1);
+	free(ct);
+	/* hex */
+	CHECK(ma_pki_unhex("abc", key, 32, &klen, &e) == -1 && strstr(e.msg, "odd"), "%s", e.msg);
+	CHECK(ma_pki_unhex("zz", key, 32, &klen, &e) == -1 && strstr(e.msg, "bad digit"), "%s", e.msg);
+	CHECK(ma_pki_unhex("0A0b", key, 32, &klen, &e) == 0 && klen == 2 && key[0] == 10 && key[1] == 11, "%s", e.msg);
+}
+
+static void test_random_and_hash(void)
+{
+	ma_err e = {0};
+	char id[7], secret[17], id2[7];
+	CHECK(ma_pki_token_chars(id, 6, &e) == 0 && ma_pki_token_chars(secret, 16, &e) == 0, "%s", e.msg);
+	CHECK(strlen(id) == 6 && strlen(secret) == 16, "lengths");
+	CHECK(strspn(id, "0123456789abcdefghijklmnopqrstuvwxyz") == 6 &&
+		      strspn(secret, "0123456789abcdefghijklmnopqrstuvwxyz") == 16, "%s.%s", id, secret);
+	ma_pki_token_chars(id2, 6, &e);
+	CHECK(strcmp(id, id2), "two ids equal: %s", id);
+	/* every character of the alphabet shows up over many draws */
+	char many[3601];
+	ma_pki_token_chars(many, 3600, &e);
+	for (const char *a = "0123456789abcdefghijklmnopqrstuvwxyz"; *a; a++) CHECK(strchr(many, *a), "missing %c", *a);
+	unsigned char r1[16], r2[16];
+	CHECK(ma_pki_random(r1, 16, &e) == 0 && ma_pki_random(r2, 16, &e) == 0 && memcmp(r1, r2, 16), "random");
+	char h[65];
+	ma_pki_sha256_hex("abc", 3, h);
+	CHECK_STR(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	ma_pki_sha256_hex("", 0, h);
+	CHECK_STR(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) return 2;
+	setup_chain();
+	RUN(test_keygen_algorithms);
+	RUN(test_keygen_parallel);
+	RUN(test_pem_roundtrip);
+	RUN(test_pem_errors);
+	RUN(test_ca_and_leaf);
+	RUN(test_ecdsa_p384_and_subject);
+	RUN(test_verify);
+	RUN(test_covers);
+	RUN(test_pin);
+	RUN(test_csr);
+	RUN(test_certs_chain);
+	RUN(test_jws);
+	RUN(test_aead);
+	RUN(test_random_and_hash);
+	ma_pki_cert_free(leaf);
+	ma_pki_cert_free(cacert);
+	ma_pki_key_free(leafkey);
+	ma_pki_key_free(cakey);
+	sh("rm -rf %s", dir);
+	DONE();
+}
