@@ -38,7 +38,7 @@ $(B)/embed: tools/embed.c
 
 # The stock scripts, compiled into the binary (module name = path under scripts/, / -> .).
 $(B)/scripts_embed.c: $(B)/embed $(SCRIPTS)
-	$(B)/embed scripts $(SCRIPTS) > $@.tmp && mv $@.tmp $@
+	@$(B)/embed scripts $(SCRIPTS) > $@.tmp && mv $@.tmp $@
 
 $(BIN): $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a
 	@mkdir -p $(dir $@)

@@ -1,21 +1,26 @@
 /* Build tool: writes a C file that embeds the stock Lua scripts in the binary.
  * usage: embed PREFIX FILE... ; a file PREFIX/a/b.lua becomes module "a.b",
- * PREFIX/a/init.lua becomes module "a". */
+ * PREFIX/a/init.lua becomes modules "a.init" and "a". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void module_name(const char *rel, char *out, size_t n)
+/* Module name of a path; with as_package, "a/init.lua" gives "a" (0 when it is no init.lua). */
+static int module_name(const char *rel, char *out, size_t n, int as_package)
 {
 	snprintf(out, n, "%s", rel);
 	size_t len = strlen(out);
 	if (len > 4 && strcmp(out + len - 4, ".lua") == 0)
 		out[len -= 4] = '\0';
-	if (len > 5 && strcmp(out + len - 5, "/init") == 0)
+	if (as_package) {
+		if (len <= 5 || strcmp(out + len - 5, "/init") != 0)
+			return 0;
 		out[len -= 5] = '\0';
+	}
 	for (char *p = out; *p; p++)
 		if (*p == '/')
 			*p = '.';
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -47,8 +52,10 @@ int main(int argc, char **argv)
 		if (strncmp(rel, prefix, plen) == 0 && rel[plen] == '/')
 			rel += plen + 1;
 		char name[512];
-		module_name(rel, name, sizeof name);
-		printf("\t{\"%s\", \"%s\", s%d, sizeof s%d - 1},\n", name, rel, i, i);
+		/* a/init.lua is both module "a.init" and package "a", as with Lua's own path search */
+		for (int pkg = 0; pkg < 2; pkg++)
+			if (module_name(rel, name, sizeof name, pkg))
+				printf("\t{\"%s\", \"%s\", s%d, sizeof s%d - 1},\n", name, rel, i, i);
 	}
 	printf("\t{NULL, NULL, NULL, 0}\n};\n");
 	return 0;

@@ -1,0 +1,141 @@
+-- What `moonadm init|join|reset|upgrade apply|upgrade node` share: flags, config, gates, the
+-- flow (stock, or --flow FILE), `phase <name>` subcommands, the journal and --resume.
+local common = require "commands.common"
+local config = require "config"
+local context = require "context"
+local errors = require "errors"
+local flags_mod = require "flags"
+local journal_mod = require "journal"
+local log = require "log"
+local runner = require "runner"
+
+local M = {}
+
+M.run_flags = {
+  { name = "config", type = "string", help = "Path to a kubeadm configuration file" },
+  { name = "dry-run", type = "bool", help = "Don't apply any changes; just output what would be done" },
+  { name = "skip-phases", type = "list", help = "List of phases to be skipped" },
+  { name = "ignore-preflight-errors", type = "list", help = "A list of checks whose errors will be shown as warnings. Example: 'IsPrivilegedUser,Swap'. Value 'all' ignores errors from all checks" },
+  { name = "resume", type = "bool", help = "Skip phases the journal records as done with the same inputs, and accept their files in preflight" },
+  { name = "strict-config", type = "bool", help = "Unknown configuration fields are errors, not warnings" },
+  { name = "flow", type = "string", help = "A Lua file returning the flow to run instead of the stock one" },
+  { name = "node-runtime", type = "string", default = "systemd", help = "How this node's kubelet is driven: systemd, none or lab" },
+  { name = "output", short = "o", type = "string", help = "json: a machine-readable event stream on stdout" },
+}
+
+-- Loads the flow: the stock one, or a user's Lua file returning a flow (see docs/scripting.md).
+function M.load_flow(name, file)
+  if not file then return require("flows." .. name) end
+  local chunk, err = loadfile(file, "t")
+  if not chunk then error(("--flow %s: %s"):format(file, err), 0) end
+  local ok, f = pcall(chunk)
+  if not ok then error(("--flow %s: %s"):format(file, f), 0) end
+  if type(f) ~= "table" or type(f.phases) ~= "table" then
+    error(("--flow %s: must return a flow (require \"flow\".new(...))"):format(file), 0)
+  end
+  return f
+end
+
+local function help(spec, desc, flow_name, flow, ctx)
+  local nodes = runner.resolve(flow, ctx)
+  local out = { desc, "", ('The "%s" command executes the following phases:'):format(flow_name), "```" }
+  local rows, width = {}, 0
+  for _, r in ipairs(runner.describe(nodes)) do
+    local left = ("  "):rep(r.depth) .. (r.depth > 0 and "/" or "") .. r.name
+    rows[#rows + 1] = { left, r.desc or "", r.status == "gated" and ("(gated: " .. r.gate .. ")") or "" }
+    width = math.max(width, #left)
+  end
+  for _, r in ipairs(rows) do out[#out + 1] = (("%-" .. width .. "s  %s %s"):format(r[1], r[2], r[3])):gsub("%s+$", "") end
+  out[#out + 1] = "```"
+  out[#out + 1] = ""
+  out[#out + 1] = "Flags:"
+  out[#out + 1] = flags_mod.usage(spec)
+  return table.concat(out, "\n")
+end
+
+-- Finds the phase path named by positional words: `certs apiserver` -> certs/apiserver,
+-- `certs all` -> certs (the whole subtree). Returns path, remaining args, whether `all` was said.
+local function phase_path(words, by_path)
+  local best, used, path = nil, 0, nil
+  for i, w in ipairs(words) do
+    if w == "all" and best then return best, table.move(words, i + 1, #words, 1, {}), true end
+    path = path and (path .. "/" .. w) or w
+    if not by_path[path] then break end
+    best, used = path, i
+  end
+  return best, table.move(words, used + 1, #words, 1, {}), false
+end
+
+-- opts: {name = "init", flow = "init", kind = "init", desc, flags = {...}, argv, positional = fn}
+function M.main(opts)
+  local spec = common.flags(common.global, M.run_flags, opts.flags or {})
+  local argv = opts.argv
+  local as_phase = argv[1] == "phase"
+  if as_phase then argv = table.move(argv, 2, #argv, 1, {}) end
+  local flags, args, set = flags_mod.parse(spec, argv)
+  if not flags then error(args, 0) end
+  common.setup(flags)
+  if flags.output == "json" then log.json = true end
+  local root = flags.root
+
+  local cfg, err = config.load { kind = opts.kind, files = flags.config and { flags.config } or {},
+    flags = flags, set = set, strict = flags["strict-config"] }
+  if not cfg then error(err, 0) end
+  for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+  local gates = cfg.gates or {}
+  if gates.ControlPlaneKubeletLocalMode == false then
+    log.warn("ControlPlaneKubeletLocalMode=false is a moonadm experiment: kubeadm v1.35 always runs the " ..
+      "KEP-4471 order; this run uses kubeadm's old join order and never writes the gate to the cluster")
+  end
+
+  local flow = M.load_flow(opts.flow, flags.flow)
+  local ctx = context.new { command = opts.name, cfg = cfg, gates = gates, flags = flags, flags_set = set,
+    root = root, dry_run = flags["dry-run"], args = args,
+    inputs = { config = cfg.digest_input or cfg, runtime = flags["node-runtime"] } }
+
+  if flags.help then
+    log.result(help(spec, opts.desc, opts.name, flow, ctx))
+    return 0
+  end
+
+  local run_opts = { resume = flags.resume }
+  if as_phase then
+    local _, by_path = runner.resolve(flow, ctx)
+    local path, rest, whole = phase_path(args, by_path)
+    if not path then
+      if #args == 0 then
+        log.result(help(spec, opts.desc, opts.name, flow, ctx))
+        return 0
+      end
+      error(("unknown phase %q for %q: see `moonadm %s --help` for the phase list"):format(
+        table.concat(args, " "), opts.name, opts.name), 0)
+    end
+    local node = by_path[path]
+    if node.phase.hidden then error(("phase %q is hidden and has no phase subcommand"):format(path), 0) end
+    if node.phase.children and not whole and not node.phase.run then
+      -- kubeadm prints help for a parent phase invoked without `all`.
+      local out = { ("%s: %s"):format(path, node.phase.desc or ""), "", "Available subphases:" }
+      out[#out + 1] = ("  %-28s %s"):format("all", "Run all the subphases of " .. path)
+      for _, c in ipairs(node.phase.children) do out[#out + 1] = ("  %-28s %s"):format(c.name, c.desc or "") end
+      log.result(table.concat(out, "\n"))
+      return 0
+    end
+    ctx.args = rest
+    run_opts.filter = path
+    -- A single phase converges on its own; it never runs preflight's "already exists" checks.
+  else
+    run_opts.skip = (set["skip-phases"] and flags["skip-phases"]) or cfg.skip_phases or {}
+    ctx.args = args
+    if opts.positional then opts.positional(ctx, args) end
+  end
+  run_opts.journal = not ctx.dry_run and journal_mod.open(opts.name) or nil
+  ctx.journal = run_opts.journal
+  local ok, rerr = runner.run(flow, ctx, run_opts)
+  if not ok then
+    log.error(errors.message(rerr))
+    return errors.code(rerr)
+  end
+  return 0
+end
+
+return M

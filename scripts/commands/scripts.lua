@@ -1,0 +1,48 @@
+-- `moonadm scripts export DIR [--force]`: the embedded stock scripts, written out to edit.
+-- `moonadm --scripts DIR ...` (or MOONADM_SCRIPTS=DIR) then runs DIR's copies, file by file.
+-- `moonadm scripts list`: the embedded modules.
+local core = require "moonadm.core"
+local flags_mod = require "flags"
+local fs = require "moonadm.fs"
+
+local M = {}
+
+function M.main(argv)
+  local flags, args = flags_mod.parse({ { name = "force", type = "bool" }, { name = "scripts", type = "string" } }, argv)
+  if not flags then error(args, 0) end
+  local sub, dir = args[1], args[2]
+  if sub == "list" then
+    for _, s in ipairs(core.scripts()) do print(("%-40s scripts/%s"):format(s.name, s.path)) end
+    return 0
+  end
+  if sub ~= "export" or not dir then
+    io.stderr:write("usage: moonadm scripts export DIR [--force] | moonadm scripts list\n")
+    return 1
+  end
+  if dir:sub(1, 1) ~= "/" then dir = (os.getenv("PWD") or ".") .. "/" .. dir end
+  fs.set_root("/")
+  -- a/init.lua is listed twice (module "a.init" and package "a"); write each file once
+  local scripts, seen = {}, {}
+  for _, s in ipairs(core.scripts()) do
+    if not seen[s.path] then seen[s.path], scripts[#scripts + 1] = true, s end
+  end
+  -- Check every file first, so a refusal writes nothing.
+  if not flags.force then
+    for _, s in ipairs(scripts) do
+      local path = dir .. "/" .. s.path
+      local cur = fs.read(path)
+      if cur and cur ~= s.source then
+        error(("%s exists and differs from the stock copy: keep your edit, or pass --force to overwrite"):format(path), 0)
+      end
+    end
+  end
+  for _, s in ipairs(scripts) do
+    local ok, err = fs.write(dir .. "/" .. s.path, s.source, "0644")
+    if not ok then error(err, 0) end
+  end
+  print(("exported %d scripts to %s; run them with `moonadm --scripts %s ...` or MOONADM_SCRIPTS=%s")
+    :format(#scripts, dir, dir, dir))
+  return 0
+end
+
+return M

@@ -1,0 +1,6 @@
+-- `moonadm token`: lands with its own issue; until then it says so and exits 3.
+local errors = require "errors"
+
+return {
+  main = function(argv) errors.not_implemented("token " .. table.concat(argv, " ")) end,
+}

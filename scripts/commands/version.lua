@@ -1,0 +1,35 @@
+-- `moonadm version [-o short|json|yaml]`: engine, Lua and scripts versions.
+local cjson = require "cjson"
+local core = require "moonadm.core"
+local flags_mod = require "flags"
+local version = require "version"
+local yaml = require "moonadm.yaml"
+
+local M = {}
+
+function M.main(argv)
+  local flags, err = flags_mod.parse({ { name = "output", short = "o", type = "string", default = "" },
+    { name = "scripts", type = "string" } }, argv)
+  if not flags then error(err, 0) end
+  local info = {
+    moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,
+    scriptsVersion = version.scripts, scriptsDir = core.scripts_dir() or "(embedded)",
+    kubernetesVersion = version.kubernetes,
+  }
+  local o = flags.output
+  if o == "short" then
+    print("v" .. version.scripts)
+  elseif o == "json" then
+    print(cjson.encode { clientVersion = info })
+  elseif o == "yaml" then
+    io.write(yaml.encode { clientVersion = info })
+  elseif o == "" then
+    print(("moonadm version: engine %s, %s, scripts %s from %s, compatible with kubeadm %s"):format(
+      info.engineVersion, info.luaVersion, info.scriptsVersion, info.scriptsDir, info.kubernetesVersion))
+  else
+    error(("invalid output format %q: use short, json or yaml"):format(o), 0)
+  end
+  return 0
+end
+
+return M

@@ -1,0 +1,65 @@
+-- Output for people and for machines. Text mode prints kubeadm-style lines ("[certs] ...") and a
+-- progress line per phase; `--output json` turns every message into one JSON event per line on
+-- stdout (phase start/end with duration, warnings, errors). Nothing that looks like a secret is
+-- ever printed: callers pass secrets only through log.redact.
+local cjson = require "cjson"
+local core = require "moonadm.core"
+
+local M = { verbosity = 0, json = false, out = io.stdout, err = io.stderr }
+
+function M.setup(opts)
+  M.verbosity = opts.verbosity or 0
+  M.json = opts.json or false
+  M.tty = not M.json and core.isatty(1)
+end
+
+local TOKEN <const> = "%f[%w](" .. ("[a-z0-9]"):rep(6) .. ")%." .. ("[a-z0-9]"):rep(16) .. "%f[^%w]"
+
+-- Masks bootstrap token secrets and PEM private keys in any text that might reach a log.
+function M.redact(s)
+  s = tostring(s)
+  s = s:gsub(TOKEN, "%1.<redacted>")
+  s = s:gsub("%-%-%-%-%-BEGIN ([%u ]*PRIVATE KEY)%-%-%-%-%-.-%-%-%-%-%-END [%u ]*PRIVATE KEY%-%-%-%-%-",
+    "<redacted %1>")
+  return s
+end
+
+function M.event(ev)
+  if M.json then
+    ev.time = ev.time or core.now()
+    M.out:write(cjson.encode(ev), "\n")
+    M.out:flush()
+  end
+end
+
+local function emit(level, stream, msg)
+  msg = M.redact(msg)
+  if M.json then
+    M.event { type = level, message = msg }
+  else
+    stream:write(msg, "\n")
+    stream:flush()
+  end
+end
+
+function M.info(fmt, ...) emit("info", M.out, select("#", ...) > 0 and fmt:format(...) or fmt) end
+function M.warn(fmt, ...) emit("warning", M.err, "[WARNING] " .. (select("#", ...) > 0 and fmt:format(...) or fmt)) end
+function M.error(msg) emit("error", M.err, msg) end
+-- Detail shown only at -v N or more.
+function M.v(n, fmt, ...)
+  if M.verbosity >= n then emit("debug", M.err, select("#", ...) > 0 and fmt:format(...) or fmt) end
+end
+
+-- Plain text that is the command's result (join command, tables): printed as is in text mode and
+-- as a {type="output"} event in JSON mode. Not redacted: a join command must carry its token.
+function M.result(text)
+  if M.json then
+    M.event { type = "output", text = text }
+  else
+    M.out:write(text)
+    if not text:match("\n$") then M.out:write("\n") end
+    M.out:flush()
+  end
+end
+
+return M

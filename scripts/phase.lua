@@ -1,0 +1,32 @@
+-- Building blocks for phase tables. A phase is plain data:
+--   name, desc, run(ctx), run_if(ctx) -> bool, children, requires, provides (lists of capability
+--   names, or functions of ctx returning one), hidden, experimental, aliases, when.
+-- `when` places a phase behind a feature gate in a flow: {gate = "Name", value = true|false}.
+local errors = require "errors"
+
+local M = {}
+
+-- A copy of phase p that runs only when cond holds; the original table stays untouched so the
+-- same phase can sit in two flows under different conditions.
+function M.when(cond, p)
+  return setmetatable({ when = cond }, { __index = p })
+end
+
+function M.gate(name, value)
+  if value == nil then value = true end
+  return { gate = name, value = value }
+end
+
+-- The body of a phase that lands in a later issue.
+function M.todo(path)
+  return function() errors.not_implemented(path) end
+end
+
+-- kubeadm's synthetic `all` child: `moonadm init phase certs all` runs the whole parent subtree.
+function M.leaf(name, desc, run, extra)
+  local p = { name = name, desc = desc, run = run }
+  for k, v in pairs(extra or {}) do p[k] = v end
+  return p
+end
+
+return M

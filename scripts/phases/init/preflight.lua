@@ -1,0 +1,10 @@
+-- init phase "preflight": Run pre-flight checks.
+-- Its body lands with the node files issue; until then it fails with exit code 3, never silently.
+local phase = require "phase"
+
+return {
+  name = "preflight",
+  desc = "Run pre-flight checks",
+  provides = { "preflight" },
+  run = phase.todo("preflight"),
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Runs every test and prints one closing line: "tests: N passed, N failed".
+#   C unit tests (build/tests/test_*), busted specs inside moonadm, and the e2e tests on the lab
+#   (tests/e2e/*.sh, when the lab's binaries are built; MOONADM_NO_E2E=1 skips them).
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+cd "$top"
+passed=0 failed=0
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+echo "== C unit tests"
+for t in "$build"/tests/test_*; do
+  [ -x "$t" ] || continue
+  "$t" > "$out/c.log" 2>&1; rc=$?
+  grep -v '^ok ' "$out/c.log"
+  line=$(grep -E '^# tests: [0-9]+ passed, [0-9]+ failed' "$out/c.log" | tail -1)
+  if [ -z "$line" ]; then
+    echo "$(basename "$t"): crashed (exit $rc) before its summary"; add 0 1
+  else
+    p=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+    echo "$(basename "$t"): $p passed, $f failed"; add "$p" "$f"
+    [ $rc = 0 ] || [ "$f" != 0 ] || add 0 1
+  fi
+done
+
+echo "== busted specs (inside moonadm)"
+tests/busted.sh -o utfTerminal > "$out/b.log" 2>&1; rc=$?
+cat "$out/b.log"
+line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out/b.log" | tail -1)
+if [ -z "$line" ]; then
+  echo "busted: no summary (exit $rc)"; add 0 1
+else
+  s=$(grep -oE '[0-9]+ success' <<<"$line" | grep -oE '[0-9]+')
+  f=$(grep -oE '[0-9]+ failure' <<<"$line" | grep -oE '[0-9]+')
+  e=$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+')
+  add "$s" $((f + e))
+fi
+
+if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*.sh >/dev/null 2>&1; then
+  echo "== e2e on the lab"
+  if [ ! -x .lab/bin/kube-apiserver ]; then
+    echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
+  else
+    for t in tests/e2e/*.sh; do
+      case "$t" in *long_*) [ -n "${MOONADM_LONG:-}" ] || continue ;; esac
+      bash "$t" > "$out/e.log" 2>&1; rc=$?
+      cat "$out/e.log"
+      line=$(grep -E '^# tests: [0-9]+ passed, [0-9]+ failed' "$out/e.log" | tail -1)
+      if [ -z "$line" ]; then echo "$t: no summary (exit $rc)"; add 0 1; continue; fi
+      p=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+      add "$p" "$f"; [ $rc = 0 ] || [ "$f" != 0 ] || add 0 1
+    done
+  fi
+fi
+
+echo "tests: $passed passed, $failed failed"
+[ "$failed" = 0 ]

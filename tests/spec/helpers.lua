@@ -1,0 +1,63 @@
+-- Shared by the specs: temp roots, running the real binary, reading files.
+local core = require "moonadm.core"
+
+local M = {}
+
+M.top = os.getenv("PWD")
+M.bin = os.getenv("MOONADM_BIN") or (M.top .. "/bin/moonadm")
+
+local function sh_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+M.q = sh_quote
+
+function M.tmpdir()
+  local p = io.popen("mktemp -d " .. (os.getenv("TMPDIR") or "/tmp") .. "/moonadm-spec.XXXXXX")
+  local dir = p:read("l")
+  p:close()
+  return dir
+end
+
+function M.rmrf(dir)
+  assert(dir and dir:match("^/.+/moonadm%-spec%."), "refusing to remove " .. tostring(dir))
+  os.execute("rm -rf " .. sh_quote(dir))
+end
+
+-- Runs moonadm with a list of arguments; returns exit code, stdout, stderr.
+function M.moonadm(args, env)
+  local out, err = os.tmpname(), os.tmpname()
+  local parts = {}
+  for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. sh_quote(v) end
+  parts[#parts + 1] = sh_quote(M.bin)
+  for _, a in ipairs(args) do parts[#parts + 1] = sh_quote(a) end
+  local cmd = table.concat(parts, " ") .. " >" .. out .. " 2>" .. err
+  local _, _, code = os.execute(cmd)
+  local function slurp(f)
+    local h = io.open(f, "rb")
+    local s = h:read("a")
+    h:close()
+    os.remove(f)
+    return s
+  end
+  return code, slurp(out), slurp(err)
+end
+
+function M.write(path, text)
+  local dir = path:match("^(.*)/[^/]*$")
+  if dir then os.execute("mkdir -p " .. sh_quote(dir)) end
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+function M.read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+M.sha256 = core.sha256
+
+return M
