@@ -1,6 +1,7 @@
 -- Building blocks for phase tables. A phase is plain data:
 --   name, desc, run(ctx), run_if(ctx) -> bool, children, requires, provides (lists of capability
---   names, or functions of ctx returning one), hidden, experimental, aliases, when.
+--   names, or functions of ctx returning one), hidden, experimental, aliases, when, always_run
+--   (never skipped by --resume: checks such as preflight).
 -- `when` places a phase behind a feature gate in a flow: {gate = "Name", value = true|false}.
 local errors = require "errors"
 
@@ -22,7 +23,6 @@ function M.todo(path)
   return function() errors.not_implemented(path) end
 end
 
--- kubeadm's synthetic `all` child: `moonadm init phase certs all` runs the whole parent subtree.
 function M.leaf(name, desc, run, extra)
   local p = { name = name, desc = desc, run = run }
   for k, v in pairs(extra or {}) do p[k] = v end

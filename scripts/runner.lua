@@ -124,7 +124,8 @@ function M.execute(nodes, ctx, opts)
     if n.status == "run" then
       local p = n.phase
       local digest = journal and journal:digest(n.path, ctx)
-      if opts.resume and journal and journal:done(n.path, digest) then
+      -- Checks (preflight) always run again: they are what decides whether resuming is safe.
+      if opts.resume and journal and not p.always_run and journal:done(n.path, digest) then
         log.v(1, "[%s] done before with the same inputs: skipped (--resume)", n.path)
         log.event { type = "phase-skip", phase = n.path, reason = "resume" }
         n.result = "resumed"

@@ -23,7 +23,7 @@ end
 
 -- Applies the global flags: log set-up and the root prefix.
 function M.setup(flags)
-  log.setup { verbosity = flags.v, json = flags.output == "json" or flags["output-events"] == "json" }
+  log.setup { verbosity = flags.v, json = flags["output-events"] == "json" }
   local root = flags.root or "/"
   if root:sub(1, 1) ~= "/" then
     local pwd = os.getenv("PWD") or "."

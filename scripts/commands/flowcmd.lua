@@ -66,6 +66,17 @@ local function phase_path(words, by_path)
   return best, table.move(words, used + 1, #words, 1, {}), false
 end
 
+-- skipPhases from the config file, used only when --skip-phases was not given (kubeadm's rule).
+function M.config_skip_phases(cfg, name)
+  if name == "upgrade-apply" or name == "upgrade-node" then
+    local u = cfg.upgrade or {}
+    local part = u[name == "upgrade-apply" and "apply" or "node"] or {}
+    return part.skipPhases
+  end
+  local doc = cfg[name]
+  return doc and doc.skipPhases
+end
+
 -- opts: {name = "init", flow = "init", kind = "init", desc, flags = {...}, argv, positional = fn}
 function M.main(opts)
   local spec = common.flags(common.global, M.run_flags, opts.flags or {})
@@ -75,11 +86,14 @@ function M.main(opts)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
   common.setup(flags)
-  if flags.output == "json" then log.json = true end
+  if flags.output == "json" then log.setup { verbosity = flags.v, json = true } end
   local root = flags.root
 
+  -- Only what the user typed reaches the config: a flag's default never counts as "mixed with --config".
+  local given = {}
+  for name in pairs(set) do given[name] = flags[name] end
   local cfg, err = config.load { kind = opts.kind, files = flags.config and { flags.config } or {},
-    flags = flags, set = set, strict = flags["strict-config"] }
+    flags = given, args = not as_phase and args or nil, strict = flags["strict-config"] }
   if not cfg then error(err, 0) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   local gates = cfg.gates or {}
@@ -91,7 +105,8 @@ function M.main(opts)
   local flow = M.load_flow(opts.flow, flags.flow)
   local ctx = context.new { command = opts.name, cfg = cfg, gates = gates, flags = flags, flags_set = set,
     root = root, dry_run = flags["dry-run"], args = args,
-    inputs = { config = cfg.digest_input or cfg, runtime = flags["node-runtime"] } }
+    inputs = { init = cfg.init, cluster = cfg.cluster, join = cfg.join, reset = cfg.reset, upgrade = cfg.upgrade,
+      kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = args } }
 
   if flags.help then
     log.result(help(spec, opts.desc, opts.name, flow, ctx))
@@ -124,7 +139,7 @@ function M.main(opts)
     run_opts.filter = path
     -- A single phase converges on its own; it never runs preflight's "already exists" checks.
   else
-    run_opts.skip = (set["skip-phases"] and flags["skip-phases"]) or cfg.skip_phases or {}
+    run_opts.skip = (set["skip-phases"] and flags["skip-phases"]) or M.config_skip_phases(cfg, opts.name) or {}
     ctx.args = args
     if opts.positional then opts.positional(ctx, args) end
   end

@@ -40,7 +40,7 @@ function M.main(argv)
   local skip = flags["skip-phases"]
   if not set["skip-phases"] and flags.config then
     local kcfg = KINDS[name] ~= "init" and config.load { kind = KINDS[name], files = { flags.config } } or cfg
-    skip = kcfg and kcfg.skip_phases or {}
+    skip = kcfg and flowcmd.config_skip_phases(kcfg, name) or {}
   end
   local flow = flowcmd.load_flow(name, flags.flow)
   local ctx = { gates = cfg.gates, cfg = cfg, gate = function(self, g) return self.gates[g] == true end }

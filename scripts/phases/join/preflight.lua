@@ -5,6 +5,7 @@ local phase = require "phase"
 return {
   name = "preflight",
   desc = "Run join pre-flight checks",
+  always_run = true,
   provides = { "preflight" },
   run = phase.todo("preflight"),
 }

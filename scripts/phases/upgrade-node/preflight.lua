@@ -5,5 +5,6 @@ local phase = require "phase"
 return {
   name = "preflight",
   desc = "Run upgrade node pre-flight checks",
+  always_run = true,
   run = phase.todo("preflight"),
 }
