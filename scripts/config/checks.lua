@@ -58,7 +58,7 @@ function checks.advertise_ip(v)
   local class = net.classify(v)
   if not class then return nil, fmt("%q is not a valid IP address", v) end
   if class ~= "global-unicast" and class ~= "loopback" then
-    return nil, fmt("cannot use %q as the advertise address of the API server (it is a %s address)", v, class)
+    return nil, fmt("cannot use %q as the advertise address of the API server (%s address)", v, class)
   end
   return v
 end

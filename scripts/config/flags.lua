@@ -165,7 +165,12 @@ local function assign(rep, docs, name, spec, value)
     else
       t[key] = value
     end
-    if mode ~= "or" or value then rep:pin(t, key, "--" .. name) end
+    if mode ~= "or" or value then
+      rep:pin(t, key, "--" .. name)
+      if type(t[key]) == "table" then -- and what is inside, e.g. each feature gate
+        for k in pairs(t[key]) do rep:pin(t[key], k, "--" .. name) end
+      end
+    end
   end
   return true
 end

@@ -188,10 +188,10 @@ function load.load(opts)
   if not sources then return nil, rerr, rep.warnings end
   local from_files = #sources > 0
 
+  -- after a wrong type, go on: the value is dropped, and the other errors are reported too
   local docs = decode_sources(rep, sources, command)
-  if rep:failed() then return nil, rep:text(), rep.warnings end
 
-  if command and from_files then
+  if command and from_files and not rep:failed() then
     local found = false
     for _, slot in ipairs(NEEDS[command]) do found = found or docs[slot] ~= nil end
     if not found then
@@ -202,7 +202,10 @@ function load.load(opts)
   end
 
   local ok, ferr = flags.apply(rep, docs, command, opts.flags, opts.args, from_files)
-  if not ok then return nil, ferr, rep.warnings end
+  if not ok then
+    rep:error(nil, nil, ferr)
+    return nil, rep:text(), rep.warnings
+  end
 
   for _, slot in ipairs(command and CREATES[command] or {}) do docs[slot] = docs[slot] or {} end
   for _, slot in ipairs { "init", "cluster", "join", "reset", "upgrade" } do

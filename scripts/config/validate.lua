@@ -44,8 +44,8 @@ function walk_object(rep, ty, obj, path)
   for _, name in ipairs(names) do
     local spec, v = ty.fields[name], obj[name]
     local p = path .. "." .. name
-    if v == nil then
-      if spec.required then rep:error(rep:at(obj), p, "field is required") end
+    if v == nil or (v == "" and spec.required) then
+      if spec.required then rep:error(rep:at(obj, name) or rep:at(obj), p, "field is required") end
     else
       obj[name] = check_value(rep, spec[1], v, obj, name, p)
     end
@@ -159,7 +159,7 @@ function RULES.JoinConfiguration(rep, c)
   end
   local bt = d.bootstrapToken
   if bt then
-    local at = rep:at(bt) or where
+    local at = rep:at(d, "bootstrapToken") or where
     if not bt.token then rep:error(at, p .. ".bootstrapToken.token", "field is required") end
     if not bt.apiServerEndpoint then
       rep:error(at, p .. ".bootstrapToken.apiServerEndpoint", "field is required (the API server to discover, host:port)")
