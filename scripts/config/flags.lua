@@ -240,7 +240,9 @@ function flags.apply(rep, docs, command, given, args, from_files)
   for _, name in ipairs(names) do
     local spec = specs[name]
     local value, err = convert(name, given[name], spec[3] or "string")
-    if value == nil then
+    if value == "" then
+      -- an empty string flag means "not set", as with kubeadm's flag defaults
+    elseif value == nil then
       errs[#errs + 1] = err
     elseif spec[1] then
       local ok, aerr = assign(rep, docs, name, spec, value)

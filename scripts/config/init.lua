@@ -1,4 +1,5 @@
 -- The kubeadm.k8s.io/v1beta4 configuration: `require "config"`.
+local yaml <const> = require "moonadm.yaml"
 local C <const> = require "config.constants"
 local load <const> = require "config.load"
 local gates <const> = require "config.gates"
@@ -42,6 +43,21 @@ function config.cluster_for_upload(cluster)
     if next(fg) == nil then c.featureGates = nil end
   end
   return c
+end
+
+-- A ClusterConfiguration read back from the cluster (the kubeadm-config ConfigMap's
+-- ClusterConfiguration text): defaulted and validated → cluster, warnings | nil, message.
+function config.load_cluster(text, source)
+  source = source or "kubeadm-config"
+  local cfg, err = load.load { text = text, filename = source, no_host_defaults = true }
+  if not cfg then return nil, err end
+  if not cfg.cluster then return nil, source .. ": no ClusterConfiguration found" end
+  return cfg.cluster, cfg.warnings
+end
+
+-- The YAML text of a ClusterConfiguration for the kubeadm-config ConfigMap.
+function config.encode_cluster(cluster)
+  return yaml.encode(config.cluster_for_upload(cluster))
 end
 
 -- The key algorithm of a cluster: PublicKeysECDSA (deprecated) still means ECDSA-P256.

@@ -433,6 +433,13 @@ describe("flags", function()
     assert.same({ "preflight" }, cfg.init.skipPhases)
   end)
 
+  it("treat an empty flag value as not set", function()
+    local cfg = assert(config.load { kind = "init", no_host_defaults = true, flags = { ["pod-network-cidr"] = "",
+      ["service-cidr"] = "" } })
+    assert.is_nil(cfg.cluster.networking.podSubnet)
+    assert.equal("10.96.0.0/12", cfg.cluster.networking.serviceSubnet)
+  end)
+
   it("name the flag a bad value came from", function()
     local cfg, err = config.load { kind = "init", no_host_defaults = true, flags = { ["pod-network-cidr"] = "10.244.0.0/33" } }
     assert.is_nil(cfg)
@@ -551,6 +558,31 @@ describe("config.print_defaults", function()
     local text, err = config.print_defaults("upgrade-plan")
     assert.is_nil(text)
     assert.truthy(err:find("unknown defaults", 1, true))
+  end)
+end)
+
+describe("the cluster's ClusterConfiguration", function()
+  it("round-trips through the kubeadm-config text without the moonadm-only gate", function()
+    local cfg = assert(config.load { kind = "init", no_host_defaults = true, flags = {
+      ["feature-gates"] = "ControlPlaneKubeletLocalMode=false,NodeLocalCRISocket=false",
+      ["pod-network-cidr"] = "10.244.0.0/16" } })
+    local text = config.encode_cluster(cfg.cluster)
+    assert.falsy(text:find("ControlPlaneKubeletLocalMode", 1, true))
+    local cluster, warnings = assert(config.load_cluster(text))
+    assert.same({}, warnings)
+    assert.equal("10.244.0.0/16", cluster.networking.podSubnet)
+    assert.is_false(config.feature_gates(cluster).NodeLocalCRISocket)
+    assert.is_true(config.feature_gates(cluster).ControlPlaneKubeletLocalMode)
+  end)
+
+  it("reports a bad one with its source", function()
+    local cluster, err = config.load_cluster("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n"
+      .. "clusterName: 3\n", "kube-system/kubeadm-config")
+    assert.is_nil(cluster)
+    assert.equal("kube-system/kubeadm-config:3: ClusterConfiguration.clusterName: expected a string, got an integer (3)", err)
+    cluster, err = config.load_cluster("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ResetConfiguration\n")
+    assert.is_nil(cluster)
+    assert.equal("kubeadm-config: no ClusterConfiguration found", err)
   end)
 end)
 
