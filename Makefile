@@ -74,7 +74,7 @@ lab-bins:
 	lab/build-bins.sh
 
 demo: $(BIN)
-	scripts/demo.sh
+	tools/demo.sh
 
 bench: $(BIN)
 	bench/run.sh

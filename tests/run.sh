@@ -28,7 +28,7 @@ for t in "$build"/tests/test_*; do
 done
 
 echo "== busted specs (inside moonadm)"
-tests/busted.sh -o utfTerminal > "$out/b.log" 2>&1; rc=$?
+tests/busted.sh --output=utfTerminal > "$out/b.log" 2>&1; rc=$?
 cat "$out/b.log"
 line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out/b.log" | tail -1)
 if [ -z "$line" ]; then
