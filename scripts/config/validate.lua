@@ -13,6 +13,7 @@ local fmt <const> = string.format
 local walk_object
 
 local function check_value(rep, ty, v, parent, key, path)
+  if v == nil then return nil end -- a list item dropped for a wrong type (already reported)
   local kind = ty.kind
   if kind == "scalar" then
     local check = ty.check and checks[ty.check]
@@ -25,7 +26,9 @@ local function check_value(rep, ty, v, parent, key, path)
     if msg then rep:warn(rep:at(parent, key), path, msg) end
     return nv
   elseif kind == "list" then
-    for i = 1, #v do v[i] = check_value(rep, ty.elem, v[i], v, i, fmt("%s[%d]", path, i - 1)) end
+    local n = 0 -- items dropped for a wrong type leave holes: go to the last index
+    for i in pairs(v) do if math.type(i) == "integer" and i > n then n = i end end
+    for i = 1, n do v[i] = check_value(rep, ty.elem, v[i], v, i, fmt("%s[%d]", path, i - 1)) end
   elseif kind == "map" then
     local keys = {}
     for k in pairs(v) do keys[#keys + 1] = k end

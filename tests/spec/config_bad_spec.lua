@@ -108,6 +108,14 @@ describe("config: malformed files", function()
     assert.truthy(err:find("unable to read config from", 1, true))
   end)
 
+  it("goes on checking a list after a wrong-typed item", function()
+    local cfg, err = config.load { kind = "init", filename = "sans.yaml", text = "apiVersion: kubeadm.k8s.io/v1beta4\n"
+      .. "kind: ClusterConfiguration\napiServer:\n  certSANs: [~, 1.5, \"ok.example.com\", \"bad_san\"]\n" }
+    assert.is_nil(cfg)
+    assert.truthy(err:find("sans.yaml:4: ClusterConfiguration.apiServer.certSANs[1]: expected a string, got a number (1.5)", 1, true), err)
+    assert.truthy(err:find('sans.yaml:4: ClusterConfiguration.apiServer.certSANs[3]: "bad_san" is not a valid IP', 1, true), err)
+  end)
+
   it("lists every error, one per line", function()
     local cfg, err = config.load { kind = "init", no_host_defaults = true, filename = "many.yaml", text = [[
 apiVersion: kubeadm.k8s.io/v1beta4
