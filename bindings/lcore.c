@@ -1,12 +1,14 @@
 /* moonadm.core: versions, the embedded scripts, and small host facts (clock, hostname, uid). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
 #include "bindings.h"
+#include "log.h"
 #include "scripts_embed.h"
 #include "version.h"
 
@@ -114,13 +116,27 @@ static int l_sha256(lua_State *L)
 	return 1;
 }
 
+/* The engine's one redaction step (tokens, bearer credentials, PEM private keys). */
+static int l_redact(lua_State *L)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, 1, &len);
+	char *r = ma_redact(s, len);
+	if (!r)
+		return luaL_error(L, "redact: out of memory");
+	lua_pushstring(L, r);
+	free(r);
+	return 1;
+}
+
 int luaopen_moonadm_core(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
 	    {"scripts", l_scripts}, {"scripts_dir", l_scripts_dir}, {"monotonic", l_monotonic},
 	    {"now", l_now},         {"sleep", l_sleep},             {"hostname", l_hostname},
 	    {"getuid", l_getuid},   {"getpid", l_getpid},           {"isatty", l_isatty},
-	    {"ncpu", l_ncpu},       {"sha256", l_sha256},       {NULL, NULL}};
+	    {"ncpu", l_ncpu},       {"sha256", l_sha256},       {"redact", l_redact},
+	    {NULL, NULL}};
 	luaL_newlib(L, fns);
 	lua_pushstring(L, MA_ENGINE_VERSION);
 	lua_setfield(L, -2, "engine_version");

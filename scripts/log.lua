@@ -13,16 +13,9 @@ function M.setup(opts)
   M.tty = not M.json and core.isatty(1)
 end
 
-local TOKEN <const> = "%f[%w](" .. ("[a-z0-9]"):rep(6) .. ")%." .. ("[a-z0-9]"):rep(16) .. "%f[^%w]"
-
--- Masks bootstrap token secrets and PEM private keys in any text that might reach a log.
-function M.redact(s)
-  s = tostring(s)
-  s = s:gsub(TOKEN, "%1.<redacted>")
-  s = s:gsub("%-%-%-%-%-BEGIN ([%u ]*PRIVATE KEY)%-%-%-%-%-.-%-%-%-%-%-END [%u ]*PRIVATE KEY%-%-%-%-%-",
-    "<redacted %1>")
-  return s
-end
+-- Masks bootstrap token secrets, bearer credentials and PEM private keys (engine/log.c does it,
+-- so C and Lua share one implementation).
+M.redact = function(s) return core.redact(tostring(s)) end
 
 function M.event(ev)
   if M.json then
