@@ -1,0 +1,188 @@
+/* moonadm.proc: spawn (with log file, network namespace, private mounts), signal, wait, alive,
+ * and run (spawn, wait, capture output). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bindings.h"
+#include "proc.h"
+
+/* Strings from the spec table stay valid while the table is on the stack (argument 1). */
+static const char **string_list(lua_State *L, int tbl, const char *field, int required)
+{
+	if (lua_getfield(L, tbl, field) == LUA_TNIL) {
+		lua_pop(L, 1);
+		if (required)
+			luaL_error(L, "proc.spawn: %s is required", field);
+		return NULL;
+	}
+	luaL_checktype(L, -1, LUA_TTABLE);
+	lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+	if (required && n == 0)
+		luaL_error(L, "proc.spawn: %s is empty", field);
+	/* A userdata keeps the array alive and is freed by the GC even if we raise below. */
+	const char **list = lua_newuserdatauv(L, sizeof(char *) * (size_t)(n + 1), 1);
+	lua_pushvalue(L, -2);
+	lua_setiuservalue(L, -2, 1); /* the userdata keeps the table (and its strings) alive */
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_rawgeti(L, -2, i);
+		list[i - 1] = luaL_checkstring(L, -1);
+		lua_pop(L, 1);
+	}
+	list[n] = NULL;
+	lua_rotate(L, -2, 1);
+	lua_pop(L, 1); /* leave the userdata on the stack */
+	return list;
+}
+
+static const char *opt_field(lua_State *L, int tbl, const char *field)
+{
+	lua_getfield(L, tbl, field);
+	const char *s = lua_tostring(L, -1);
+	lua_pop(L, 1); /* strings in the table stay referenced by the table */
+	return s;
+}
+
+static int bool_field(lua_State *L, int tbl, const char *field)
+{
+	lua_getfield(L, tbl, field);
+	int b = lua_toboolean(L, -1);
+	lua_pop(L, 1);
+	return b;
+}
+
+static int do_spawn(lua_State *L, pid_t *pid, const char *log_override, ma_err *e)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	struct ma_spawn s = {0};
+	s.argv = string_list(L, 1, "argv", 1);
+	s.env = string_list(L, 1, "env", 0);
+	s.cwd = opt_field(L, 1, "cwd");
+	s.log = log_override ? log_override : opt_field(L, 1, "log");
+	s.netns = opt_field(L, 1, "netns");
+	s.new_session = bool_field(L, 1, "new_session");
+	s.die_with_parent = bool_field(L, 1, "die_with_parent");
+	if (lua_getfield(L, 1, "mounts") == LUA_TTABLE) {
+		int mt = lua_gettop(L);
+		int n = (int)lua_rawlen(L, mt);
+		struct ma_mount *m = lua_newuserdatauv(L, sizeof *m * (size_t)(n ? n : 1), 0);
+		for (int i = 0; i < n; i++) {
+			lua_rawgeti(L, mt, i + 1);
+			int it = lua_gettop(L);
+			const char *type = opt_field(L, it, "type");
+			m[i].type = type && strcmp(type, "tmpfs") == 0 ? MA_MOUNT_TMPFS : MA_MOUNT_BIND;
+			m[i].src = opt_field(L, it, "src");
+			m[i].dst = opt_field(L, it, "dst");
+			m[i].readonly = bool_field(L, it, "ro");
+			m[i].file = bool_field(L, it, "file");
+			if (!m[i].dst || (m[i].type == MA_MOUNT_BIND && !m[i].src))
+				return luaL_error(L, "proc.spawn: mount %d needs dst (and src for a bind)", i + 1);
+			lua_pop(L, 1);
+		}
+		s.mounts = m;
+		s.nmounts = n;
+	}
+	return ma_proc_spawn(&s, pid, e);
+}
+
+/* proc.spawn(spec) -> pid | nil, err */
+static int l_spawn(lua_State *L)
+{
+	pid_t pid;
+	ma_err e;
+	if (do_spawn(L, &pid, NULL, &e))
+		return ma_push_err(L, &e);
+	lua_pushinteger(L, pid);
+	return 1;
+}
+
+static int checksig(lua_State *L, int i)
+{
+	if (lua_type(L, i) == LUA_TNUMBER)
+		return (int)lua_tointeger(L, i);
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = {{"TERM", SIGTERM}, {"KILL", SIGKILL}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"STOP", SIGSTOP},
+		    {"CONT", SIGCONT}, {"USR1", SIGUSR1}, {"0", 0}};
+	const char *name = luaL_optstring(L, i, "TERM");
+	for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++)
+		if (strcmp(sigs[k].name, name) == 0)
+			return sigs[k].sig;
+	return luaL_error(L, "unknown signal %s", name);
+}
+
+static int l_signal(lua_State *L)
+{
+	ma_err e;
+	if (ma_proc_signal((pid_t)luaL_checkinteger(L, 1), checksig(L, 2), &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+/* proc.wait(pid [, nohang]) -> true, code (ended) | false (running) | nil, err */
+static int l_wait(lua_State *L)
+{
+	int code = 0;
+	ma_err e;
+	int r = ma_proc_wait((pid_t)luaL_checkinteger(L, 1), lua_toboolean(L, 2), &code, &e);
+	if (r < 0)
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, r);
+	if (!r)
+		return 1;
+	lua_pushinteger(L, code);
+	return 2;
+}
+
+static int l_alive(lua_State *L)
+{
+	lua_pushboolean(L, ma_proc_alive((pid_t)luaL_checkinteger(L, 1)));
+	return 1;
+}
+
+/* proc.run(spec) -> code, output | nil, err: spawn, wait, return everything it printed. */
+static int l_run(lua_State *L)
+{
+	char tmpl[] = "/tmp/moonadm-run-XXXXXX";
+	int fd = mkstemp(tmpl);
+	if (fd < 0)
+		return luaL_error(L, "proc.run: cannot create a temp file");
+	close(fd);
+	pid_t pid;
+	ma_err e;
+	if (do_spawn(L, &pid, tmpl, &e)) {
+		unlink(tmpl);
+		return ma_push_err(L, &e);
+	}
+	int code = 0;
+	if (ma_proc_wait(pid, 0, &code, &e) < 0) {
+		unlink(tmpl);
+		return ma_push_err(L, &e);
+	}
+	FILE *f = fopen(tmpl, "rb");
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	if (f) {
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+			luaL_addlstring(&b, buf, n);
+		fclose(f);
+	}
+	unlink(tmpl);
+	luaL_pushresult(&b);
+	lua_pushinteger(L, code);
+	lua_rotate(L, -2, 1); /* code, output */
+	return 2;
+}
+
+int luaopen_moonadm_proc(lua_State *L)
+{
+	static const luaL_Reg fns[] = {{"spawn", l_spawn}, {"signal", l_signal}, {"wait", l_wait},
+				       {"alive", l_alive}, {"run", l_run},       {NULL, NULL}};
+	luaL_newlib(L, fns);
+	return 1;
+}

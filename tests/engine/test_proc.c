@@ -1,0 +1,100 @@
+/* engine/proc: exit codes, signals, log files, private mounts. */
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "t.h"
+
+static char dir[256];
+
+static void test_exit_code_and_log(void)
+{
+	char log[300];
+	snprintf(log, sizeof log, "%s/out.log", dir);
+	const char *argv[] = {"sh", "-c", "echo to-log; echo err >&2; exit 7", NULL};
+	struct ma_spawn s = {.argv = argv, .log = log};
+	pid_t pid;
+	ma_err e;
+	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
+	int code = -1;
+	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 7, "exit code %d", code);
+	FILE *f = fopen(log, "r");
+	char buf[64] = {0};
+	CHECK(f && fread(buf, 1, sizeof buf - 1, f) > 0, "log readable");
+	if (f)
+		fclose(f);
+	CHECK_STR(buf, "to-log\nerr\n");
+}
+
+static void test_signal_and_alive(void)
+{
+	const char *argv[] = {"sleep", "30", NULL};
+	struct ma_spawn s = {.argv = argv};
+	pid_t pid;
+	ma_err e;
+	int code = -1;
+	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
+	CHECK(ma_proc_alive(pid) == 1, "alive");
+	CHECK(ma_proc_wait(pid, 1, &code, &e) == 0, "still running");
+	CHECK(ma_proc_signal(pid, SIGTERM, &e) == 0, "%s", e.msg);
+	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 128 + SIGTERM, "killed by TERM: %d", code);
+	CHECK(ma_proc_alive(pid) == 0, "gone");
+}
+
+static void test_exec_failure(void)
+{
+	char log[300];
+	snprintf(log, sizeof log, "%s/fail.log", dir);
+	const char *argv[] = {"/nonexistent/binary", NULL};
+	struct ma_spawn s = {.argv = argv, .log = log};
+	pid_t pid;
+	ma_err e;
+	int code = 0;
+	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
+	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 127, "exec failure exits 127: %d", code);
+	struct ma_spawn bad = {.argv = argv, .log = "/nonexistent/dir/log"};
+	CHECK(ma_proc_spawn(&bad, &pid, &e) == -1 && strstr(e.msg, "open log"), "%s", e.msg);
+}
+
+static void test_private_mounts(void)
+{
+	if (geteuid() != 0) {
+		printf("# skipped: mount namespaces need root\n");
+		return;
+	}
+	char src[300], dst[300], cmd[700];
+	snprintf(src, sizeof src, "%s/src", dir);
+	snprintf(dst, sizeof dst, "%s/dst", dir);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s && echo node-file > %s/f", src, src);
+	CHECK(system(cmd) == 0, "prepare");
+	struct ma_mount m[] = {{.type = MA_MOUNT_TMPFS, .dst = dst},
+			       {.type = MA_MOUNT_BIND, .src = src, .dst = dst, .readonly = 1}};
+	char script[700];
+	snprintf(script, sizeof script, "test \"$(cat %s/f)\" = node-file && ! touch %s/g 2>/dev/null", dst, dst);
+	const char *argv[] = {"sh", "-c", script, NULL};
+	struct ma_spawn s = {.argv = argv, .mounts = m, .nmounts = 2};
+	pid_t pid;
+	ma_err e;
+	int code = -1;
+	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
+	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 0, "bind visible and read-only inside: %d", code);
+	snprintf(cmd, sizeof cmd, "test ! -e %s/f", dst);
+	CHECK(system(cmd) == 0, "nothing visible outside the namespace");
+}
+
+int main(void)
+{
+	snprintf(dir, sizeof dir, "%s/moonadm-test-proc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir))
+		return 1;
+	RUN(test_exit_code_and_log);
+	RUN(test_signal_and_alive);
+	RUN(test_exec_failure);
+	RUN(test_private_mounts);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		return 1;
+	DONE();
+}
