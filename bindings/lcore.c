@@ -129,6 +129,30 @@ static int l_redact(lua_State *L)
 	return 1;
 }
 
+/* The path of this binary: the lab starts more of itself (kubelet stand-ins, exec). */
+static int l_exe(lua_State *L)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n < 0)
+		return luaL_error(L, "readlink /proc/self/exe: %s", strerror(errno));
+	lua_pushlstring(L, buf, (size_t)n);
+	return 1;
+}
+
+extern char **environ;
+
+/* -> list of "NAME=value" strings of this process's environment */
+static int l_environ(lua_State *L)
+{
+	lua_newtable(L);
+	for (int i = 0; environ && environ[i]; i++) {
+		lua_pushstring(L, environ[i]);
+		lua_seti(L, -2, i + 1);
+	}
+	return 1;
+}
+
 int luaopen_moonadm_core(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
@@ -136,6 +160,7 @@ int luaopen_moonadm_core(lua_State *L)
 	    {"now", l_now},         {"sleep", l_sleep},             {"hostname", l_hostname},
 	    {"getuid", l_getuid},   {"getpid", l_getpid},           {"isatty", l_isatty},
 	    {"ncpu", l_ncpu},       {"sha256", l_sha256},       {"redact", l_redact},
+	    {"exe", l_exe},         {"environ", l_environ},
 	    {NULL, NULL}};
 	luaL_newlib(L, fns);
 	lua_pushstring(L, MA_ENGINE_VERSION);

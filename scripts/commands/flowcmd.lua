@@ -19,7 +19,8 @@ M.run_flags = {
   { name = "resume", type = "bool", help = "Skip phases the journal records as done with the same inputs, and accept their files in preflight" },
   { name = "strict-config", type = "bool", help = "Unknown configuration fields are errors, not warnings" },
   { name = "flow", type = "string", help = "A Lua file returning the flow to run instead of the stock one" },
-  { name = "node-runtime", type = "string", default = "systemd", help = "How this node's kubelet is driven: systemd, none or lab" },
+  { name = "node-runtime", type = "string", default = os.getenv("MOONADM_NODE_RUNTIME") or "systemd",
+    help = "How this node's kubelet is driven: systemd, none or lab (default: $MOONADM_NODE_RUNTIME or systemd)" },
   { name = "output", short = "o", type = "string", help = "json: a machine-readable event stream on stdout" },
 }
 
