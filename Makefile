@@ -2,7 +2,7 @@
 CC      ?= cc
 PKGS    := lua5.4 openssl yaml-0.1 libcurl
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(shell pkg-config --cflags $(PKGS))
+ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(shell pkg-config --cflags $(PKGS))
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -pthread -lm -ldl
 B       ?= build
 
@@ -27,14 +27,14 @@ deps:
 
 $(B)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iengine -Ibindings -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Iengine -Ibindings -c $< -o $@
 
 $(B)/libmoonadm.a: $(ENGINE_OBJ)
 	ar rcs $@ $^
 
 $(B)/embed: tools/embed.c
 	@mkdir -p $(B)
-	$(CC) $(CFLAGS) $< -o $@
+	$(CC) $(ALL_CFLAGS) $< -o $@
 
 # The stock scripts, compiled into the binary (module name = path under scripts/, / -> .).
 $(B)/scripts_embed.c: $(B)/embed $(SCRIPTS)
@@ -42,14 +42,14 @@ $(B)/scripts_embed.c: $(B)/embed $(SCRIPTS)
 
 $(BIN): $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a $(LDLIBS)
 
 $(B)/scripts_embed.o: $(B)/scripts_embed.c
-	$(CC) $(CFLAGS) -Ibindings -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Ibindings -c $< -o $@
 
 $(B)/tests/%: tests/engine/%.c $(B)/libmoonadm.a tests/engine/t.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iengine -o $@ $< $(B)/libmoonadm.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Iengine -o $@ $< $(B)/libmoonadm.a $(LDLIBS)
 
 # Every test: C unit tests, busted specs run inside moonadm, e2e on the lab when its binaries exist.
 test: $(BIN) $(CTESTS)

@@ -21,20 +21,21 @@ describe("moonadm CLI", function()
     local dir = root .. "/scripts"
     local code, out = h.moonadm { "scripts", "export", dir }
     assert.equal(0, code, out)
-    local src = h.read(dir .. "/phases/init/certs.lua")
-    assert.truthy(src and src:find('name = "certs"', 1, true))
-    -- edit one phase: its body now writes a marker file
-    local edited = src:gsub('run = phase.todo%("certs/ca"%)',
-      'run = function(ctx) ctx:write("/edited-ca", "yes", "0644") end')
-    h.write(dir .. "/phases/init/certs.lua", edited)
-    code, out = h.moonadm { "init", "phase", "certs", "ca", "--root", root, "--scripts", dir }
+    local file = dir .. "/phases/init/show-join-command.lua"
+    local src = h.read(file)
+    assert.truthy(src and src:find('name = "show-join-command"', 1, true))
+    -- edit the phase: whatever its stock body, it now writes a marker file
+    local edited = src:gsub("\nreturn {", "\nlocal stock = {", 1) ..
+      '\nstock.run = function(ctx) ctx:write("/edited", "yes", "0644") end\nreturn stock\n'
+    h.write(file, edited)
+    code, out = h.moonadm { "init", "phase", "show-join-command", "--root", root, "--scripts", dir }
     assert.equal(0, code, out)
-    assert.equal("yes", h.read(root .. "/edited-ca"))
+    assert.equal("yes", h.read(root .. "/edited"))
     -- MOONADM_SCRIPTS does the same
-    os.remove(root .. "/edited-ca")
-    code = h.moonadm({ "init", "phase", "certs", "ca", "--root", root }, { MOONADM_SCRIPTS = dir })
+    os.remove(root .. "/edited")
+    code = h.moonadm({ "init", "phase", "show-join-command", "--root", root }, { MOONADM_SCRIPTS = dir })
     assert.equal(0, code)
-    assert.equal("yes", h.read(root .. "/edited-ca"))
+    assert.equal("yes", h.read(root .. "/edited"))
     -- a second export refuses to overwrite the edit
     code, _, err = h.moonadm { "scripts", "export", dir }
     assert.equal(1, code)
