@@ -1,0 +1,528 @@
+-- The Kubernetes API client: paths from group/version/resource, status errors, retries, pagination,
+-- patches, server-side apply, watch. The transport is moonadm.api (engine/http.c over libcurl).
+--
+--   local client = require "kube.client"
+--   local c = assert(client.new{server=, ca_pem=, cert_pem=, key_pem=, token=, timeout=30})
+--   local c = assert(client.from_kubeconfig("/etc/kubernetes/admin.conf"))
+--   local ns, err = c:get{version="v1", resource="namespaces", name="default"}
+--   -- err = {code=404, reason="NotFound", message=..., method=, path=} (tostring-able)
+--   c:must_get(...) raises the same error instead (redis style).
+--
+-- A reference ("ref") names a resource: {group=, version=} or {apiVersion=}, {resource=} or {kind=},
+-- namespace=, name=, subresource=. Objects carry their own: apiVersion, kind, metadata.namespace/name.
+-- Nothing here logs a bearer token, a client key or Secret data: request/response bodies shown at
+-- -v 8+ go through scrub() and log.redact.
+local api = require "moonadm.api"
+local core = require "moonadm.core"
+local json = require "kube.json"
+local kubeconfig = require "kube.kubeconfig"
+
+local M = {}
+M.json = json
+
+local C = {}
+C.__index = C
+
+local function logger()
+  local ok, log = pcall(require, "log")
+  return ok and log or nil
+end
+
+-- ---- errors ----------------------------------------------------------------
+
+local Err = {}
+Err.__index = Err
+Err.__tostring = function(e)
+  local where = e.method and (e.method .. " " .. (e.path or "")) or nil
+  local s = e.message or "error"
+  if where then s = where .. ": " .. s end
+  if e.reason and e.code and e.code > 0 then s = ("%s (%s, %d)"):format(s, e.reason, e.code) end
+  return s
+end
+M.Error = Err
+
+local function mkerr(t) return setmetatable(t, Err) end
+M.is_error = function(e) return getmetatable(e) == Err end
+
+local reasons = {
+  [400] = "BadRequest", [401] = "Unauthorized", [403] = "Forbidden", [404] = "NotFound",
+  [405] = "MethodNotAllowed", [406] = "NotAcceptable", [409] = "Conflict", [410] = "Expired",
+  [415] = "UnsupportedMediaType", [422] = "Invalid", [429] = "TooManyRequests",
+  [500] = "InternalError", [503] = "ServiceUnavailable", [504] = "Timeout",
+}
+
+local function status_error(resp, method, path)
+  local st = json.decode(resp.body or "")
+  if type(st) == "table" and st.kind == "Status" then
+    return mkerr {
+      code = math.tointeger(tonumber(st.code)) or resp.status, reason = st.reason ~= "" and st.reason or reasons[resp.status] or "Unknown",
+      message = st.message or "", details = st.details, status = resp.status, method = method, path = path,
+    }
+  end
+  local body = (resp.body or ""):sub(1, 200)
+  return mkerr {
+    code = resp.status, reason = reasons[resp.status] or "Unknown",
+    message = core.redact(body ~= "" and body or ("HTTP " .. resp.status)), status = resp.status,
+    method = method, path = path,
+  }
+end
+
+-- ---- resource references -----------------------------------------------------
+
+-- kind -> {resource, namespaced} for the kinds moonadm touches; others: lowercase plural, namespaced
+-- unless ref.cluster_scoped (or ref.resource given).
+local kinds = {
+  Namespace = { "namespaces", false }, Node = { "nodes", false }, PersistentVolume = { "persistentvolumes", false },
+  ClusterRole = { "clusterroles", false }, ClusterRoleBinding = { "clusterrolebindings", false },
+  CertificateSigningRequest = { "certificatesigningrequests", false },
+  CustomResourceDefinition = { "customresourcedefinitions", false },
+  APIService = { "apiservices", false }, PriorityClass = { "priorityclasses", false },
+  ValidatingWebhookConfiguration = { "validatingwebhookconfigurations", false },
+  MutatingWebhookConfiguration = { "mutatingwebhookconfigurations", false },
+  StorageClass = { "storageclasses", false },
+  Endpoints = { "endpoints", true },
+  SelfSubjectReview = { "selfsubjectreviews", false }, SelfSubjectAccessReview = { "selfsubjectaccessreviews", false },
+  TokenReview = { "tokenreviews", false }, SubjectAccessReview = { "subjectaccessreviews", false },
+}
+
+function M.plural(kind)
+  local k = kind:lower()
+  if k:match("[^aeiou]y$") then return k:sub(1, -2) .. "ies" end
+  if k:match("s$") or k:match("x$") or k:match("ch$") or k:match("sh$") then return k .. "es" end
+  return k .. "s"
+end
+
+-- Returns {group=, version=, resource=, namespace=, name=, subresource=} or nil, err.
+function M.resolve(ref)
+  if type(ref) ~= "table" then return nil, "a resource reference must be a table" end
+  local meta = type(ref.metadata) == "table" and ref.metadata or {}
+  local group, version = ref.group, ref.version
+  if not version and ref.apiVersion then
+    group, version = ref.apiVersion:match("^([^/]+)/([^/]+)$")
+    if not group then group, version = "", ref.apiVersion end
+  end
+  if not version then return nil, "a resource reference needs version (or apiVersion)" end
+  if group == "core" then group = "" end
+  local resource, namespaced = ref.resource, true
+  if not resource then
+    if not ref.kind then return nil, "a resource reference needs resource (or kind)" end
+    local known = kinds[ref.kind]
+    resource = known and known[1] or M.plural(ref.kind)
+    namespaced = not known or known[2]
+  end
+  if ref.cluster_scoped then namespaced = false end
+  local ns = ref.namespace or meta.namespace
+  if ns == "" then ns = nil end
+  if not namespaced then ns = nil end
+  local name = ref.name or meta.name
+  if name == "" then name = nil end
+  return { group = group or "", version = version, resource = resource, namespace = ns, name = name,
+           subresource = ref.subresource }
+end
+
+local function seg(s)
+  if type(s) ~= "string" or s == "" or s:find("[/%%?#%s]") or s == "." or s == ".." then
+    error(("invalid path segment %q"):format(tostring(s)), 3)
+  end
+  return s
+end
+
+-- Builds the API path; with_name=false leaves the name out (collections: list, create, watch).
+function M.path(r, with_name)
+  local p = (r.group == "" and "/api/" or ("/apis/" .. seg(r.group) .. "/")) .. seg(r.version)
+  if r.namespace then p = p .. "/namespaces/" .. seg(r.namespace) end
+  p = p .. "/" .. seg(r.resource)
+  if with_name ~= false and r.name then
+    p = p .. "/" .. seg(r.name)
+    if r.subresource then p = p .. "/" .. seg(r.subresource) end
+  end
+  return p
+end
+
+-- ---- construction ------------------------------------------------------------
+
+local defaults = {
+  timeout = 30,          -- seconds: the budget for one call, retries included
+  request_timeout = 30,  -- seconds: one attempt
+  connect_timeout = 5,
+  backoff = 0.1,         -- first retry delay (s), doubled each time, jittered
+  max_backoff = 2,
+  user_agent = "moonadm",
+}
+
+function M.new(opts)
+  if type(opts) ~= "table" then error("kube.client.new: options table expected", 2) end
+  local conn, err = api.new {
+    server = opts.server, ca_pem = opts.ca_pem, ca_file = opts.ca_file, cert_pem = opts.cert_pem,
+    key_pem = opts.key_pem, token = opts.token, insecure = opts.insecure,
+    connect_timeout = opts.connect_timeout or defaults.connect_timeout,
+    timeout = opts.request_timeout or defaults.request_timeout, user_agent = opts.user_agent or defaults.user_agent,
+  }
+  if not conn then return nil, mkerr { code = 0, reason = "InvalidOptions", message = err } end
+  local c = setmetatable({ conn = conn, server = conn:server(), namespace = opts.namespace }, C)
+  for k, v in pairs(defaults) do c[k] = opts[k] or v end
+  c.sleep = opts.sleep or core.sleep
+  return c
+end
+
+function M.from_kubeconfig(path, o)
+  local opts, err = kubeconfig.load(path, o)
+  if not opts then return nil, mkerr { code = 0, reason = "InvalidKubeconfig", message = err } end
+  for k, v in pairs(o or {}) do if k ~= "context" and k ~= "read" then opts[k] = v end end
+  return M.new(opts)
+end
+
+function C:close() if self.conn then self.conn:close() end end
+C.__close = C.close
+C.__tostring = function(c) return "kube.client (" .. tostring(c.server) .. ")" end
+
+-- ---- diagnostics (never secrets) -----------------------------------------------
+
+-- A copy of a decoded body with Secret data and tokens masked.
+local function scrub(v, depth)
+  if type(v) ~= "table" or depth > 50 then return v end
+  local out = {}
+  local secret = v.kind == "Secret"
+  for k, x in pairs(v) do
+    if secret and (k == "data" or k == "stringData") and type(x) == "table" then
+      local m = {}
+      for dk in pairs(x) do m[dk] = "<redacted>" end
+      out[k] = m
+    elseif (k == "token" or k == "password" or k == "client-key-data") and type(x) == "string" then
+      out[k] = "<redacted>"
+    else
+      out[k] = scrub(x, depth + 1)
+    end
+  end
+  return setmetatable(out, getmetatable(v))
+end
+M.scrub = function(v) return scrub(v, 0) end
+
+local function show_body(text)
+  if not text or text == "" then return "" end
+  local v = json.decode(text)
+  if type(v) ~= "table" then return "<" .. #text .. " bytes>" end
+  local ok, s = pcall(json.encode, scrub(v, 0))
+  s = ok and s or "<unprintable>"
+  if #s > 2000 then s = s:sub(1, 2000) .. "...(truncated)" end
+  return s
+end
+
+-- ---- the request loop ------------------------------------------------------------
+
+local function retryable_status(st) return st == 429 or (st >= 500 and st ~= 501) end
+
+-- One API call with retries. o = {query=, body=(string), content_type=, accept=, timeout=,
+-- on_data=, no_retry=}. Returns resp (any status) or nil, err (transport, after retries).
+function C:raw(method, path, o)
+  o = o or {}
+  local log = logger()
+  local budget = o.timeout or self.timeout
+  local start = core.monotonic()
+  local attempt, delay = 0, self.backoff
+  local headers = { Accept = o.accept or "application/json" }
+  if o.content_type then headers["Content-Type"] = o.content_type end
+  if log and log.verbosity >= 8 and o.body then
+    log.v(8, "Request body: %s", show_body(o.body))
+  end
+  while true do
+    attempt = attempt + 1
+    local remaining = budget - (core.monotonic() - start)
+    local rt = o.request_timeout or self.request_timeout
+    if not o.on_data and remaining > 0 and remaining < rt then rt = remaining end
+    local got_data = false
+    local on_data = o.on_data and function(chunk)
+      got_data = true
+      return o.on_data(chunk)
+    end
+    local resp, err, kind = self.conn:request {
+      method = method, path = path, query = o.query, headers = headers, body = o.body,
+      timeout = math.max(rt, 0.05), on_data = on_data,
+    }
+    local url = self.server .. path
+    if log and log.verbosity >= 6 then
+      log.v(6, "%s %s %s in %d milliseconds", method, url .. (o.query and next(o.query) and "?" .. api.query(o.query) or ""),
+        resp and tostring(resp.status) or ("failed: " .. tostring(kind)), math.floor((core.monotonic() - start) * 1000))
+    end
+    local retry_after
+    if resp then
+      if not retryable_status(resp.status) or o.no_retry or got_data then return resp end
+      retry_after = tonumber(resp.headers["retry-after"])
+      err = status_error(resp, method, path)
+    else
+      err = mkerr { code = 0, reason = kind == "timeout" and "Timeout" or kind == "connect" and "ConnectionError"
+                    or kind == "tls" and "TLSError" or "TransportError", message = err, kind = kind,
+                    method = method, path = path }
+      if o.no_retry or got_data or not (kind == "connect" or kind == "timeout") then return nil, err end
+    end
+    local elapsed = core.monotonic() - start
+    local wait = math.min(delay, self.max_backoff) * (0.5 + math.random() * 0.5)
+    if retry_after then wait = math.max(wait, math.min(retry_after, self.max_backoff * 4)) end
+    if elapsed + wait >= budget then
+      local last = tostring(err.message)
+      err.message = ("gave up after %d attempt%s in %.1fs (timeout %gs): %s"):format(attempt,
+        attempt == 1 and "" or "s", elapsed, budget, last)
+      err.attempts = attempt
+      return nil, err
+    end
+    if log then log.v(2, "%s %s: %s; retrying in %.2fs (attempt %d)", method, url, tostring(err.message), wait, attempt) end
+    self.sleep(wait)
+    delay = delay * 2
+  end
+end
+
+-- A call that decodes the answer: returns the decoded object (or true for an empty 2xx body) or
+-- nil, err (status errors decoded).
+function C:call(method, ref_or_path, o)
+  o = o or {}
+  local path = ref_or_path
+  if type(path) == "table" then
+    local r, err = M.resolve(ref_or_path)
+    if not r then error("kube.client: " .. err, 3) end
+    path = M.path(r, o.with_name)
+  end
+  local resp, err = self:raw(method, path, o)
+  if not resp then return nil, err end
+  if resp.status < 200 or resp.status >= 300 then return nil, status_error(resp, method, path) end
+  local log = logger()
+  if log and log.verbosity >= 9 then log.v(9, "Response body: %s", show_body(resp.body)) end
+  if resp.body == "" then return true end
+  local v, derr = json.decode(resp.body)
+  if v == nil then
+    return nil, mkerr { code = resp.status, reason = "BadResponse", message = derr, method = method, path = path }
+  end
+  return v, nil, resp
+end
+
+local function query_of(o)
+  local q = {}
+  if o.dry_run then q.dryRun = "All" end
+  if o.field_manager then q.fieldManager = o.field_manager end
+  if o.force ~= nil then q.force = o.force end
+  if o.label_selector then q.labelSelector = o.label_selector end
+  if o.field_selector then q.fieldSelector = o.field_selector end
+  if o.resource_version then q.resourceVersion = o.resource_version end
+  for k, v in pairs(o.query or {}) do q[k] = v end
+  return q
+end
+
+local function body_of(obj)
+  local ok, s = pcall(json.encode, obj)
+  if not ok then error("kube.client: cannot encode the object: " .. tostring(s), 3) end
+  return s
+end
+
+-- ---- verbs ---------------------------------------------------------------------
+
+function C:get(ref, o)
+  o = o or {}
+  return self:call("GET", ref, { query = query_of(o), timeout = o.timeout })
+end
+
+-- Lists every page (limit per page, default 500) unless o.all == false. Returns the List object
+-- with all items, metadata.resourceVersion of the last page, and .pages = number of pages.
+function C:list(ref, o)
+  o = o or {}
+  local r, rerr = M.resolve(ref)
+  if not r then error("kube.client: " .. rerr, 2) end
+  r.name = nil
+  local path = M.path(r)
+  local q = query_of(o)
+  q.limit = o.limit or 500
+  if o.continue then q.continue = o.continue end
+  local items, first, pages = json.array {}, nil, 0
+  while true do
+    local page, err = self:call("GET", path, { query = q, timeout = o.timeout })
+    if not page then return nil, err end
+    pages = pages + 1
+    first = first or page
+    for _, it in ipairs(page.items or {}) do items[#items + 1] = it end
+    local cont = page.metadata and page.metadata.continue
+    first.metadata = page.metadata
+    if o.all == false or not cont or cont == "" or cont == json.null then break end
+    q.continue = cont
+    q.resourceVersion = nil
+  end
+  first.items, first.pages = items, pages
+  return first
+end
+
+function C:create(obj, o)
+  o = o or {}
+  local ref = o.ref or obj
+  return self:call("POST", ref, { with_name = (o.ref and o.ref.subresource ~= nil) or false, query = query_of(o),
+    body = body_of(obj), content_type = "application/json", timeout = o.timeout })
+end
+
+function C:update(obj, o)
+  o = o or {}
+  local ref = o.ref or obj
+  return self:call("PUT", ref, { query = query_of(o), body = body_of(obj), content_type = "application/json",
+    timeout = o.timeout })
+end
+
+local patch_types = {
+  merge = "application/merge-patch+json", strategic = "application/strategic-merge-patch+json",
+  json = "application/json-patch+json", apply = "application/apply-patch+yaml",
+}
+
+-- patch: a table (encoded here) or a JSON string; o.type = "strategic" (default) | "merge" | "json" |
+-- "apply" (needs o.field_manager; o.force to take over conflicting fields).
+function C:patch(ref, patch, o)
+  o = o or {}
+  local ptype = o.type or "strategic"
+  local ct = patch_types[ptype]
+  if not ct then error("kube.client: unknown patch type " .. tostring(ptype), 2) end
+  if ptype == "apply" and not o.field_manager then error("kube.client: server-side apply needs field_manager", 2) end
+  if ptype == "json" and type(patch) == "table" then setmetatable(patch, json.array_mt) end
+  local body = type(patch) == "string" and patch or body_of(patch)
+  return self:call("PATCH", ref, { query = query_of(o), body = body, content_type = ct, timeout = o.timeout })
+end
+
+-- Server-side apply of a whole object: o.field_manager (default "moonadm"), o.force.
+function C:apply(obj, o)
+  o = o or {}
+  local p = {}
+  for k, v in pairs(o) do p[k] = v end
+  p.type, p.field_manager = "apply", o.field_manager or "moonadm"
+  return self:patch(obj, obj, p)
+end
+
+-- o.propagation_policy ("Foreground"|"Background"|"Orphan"), o.grace_period, o.dry_run,
+-- o.ignore_not_found (a 404 then returns true).
+function C:delete(ref, o)
+  o = o or {}
+  local body
+  if o.propagation_policy or o.grace_period then
+    body = body_of { apiVersion = "v1", kind = "DeleteOptions", propagationPolicy = o.propagation_policy,
+      gracePeriodSeconds = o.grace_period }
+  end
+  local v, err = self:call("DELETE", ref, { query = query_of(o), body = body,
+    content_type = body and "application/json" or nil, timeout = o.timeout })
+  if not v and o.ignore_not_found and err.code == 404 then return true end
+  return v, err
+end
+
+-- Creates obj, or on 409 AlreadyExists replaces the live object with it (keeping the live
+-- resourceVersion; a 409 Conflict from a concurrent writer is retried). Returns obj, "created"|"updated".
+-- o.mutate(live, obj) may adjust obj from the live object before the update.
+function C:create_or_update(obj, o)
+  o = o or {}
+  local got, err = self:create(obj, o)
+  if got then return got, "created" end
+  if err.code ~= 409 then return nil, err end
+  local deadline = core.monotonic() + (o.timeout or self.timeout)
+  while true do
+    local live, gerr = self:get(obj, o)
+    if not live then
+      if gerr.code ~= 404 then return nil, gerr end
+      got, err = self:create(obj, o) -- deleted meanwhile
+      if got then return got, "created" end
+    else
+      local upd = {}
+      for k, v in pairs(obj) do upd[k] = v end
+      upd.metadata = {}
+      for k, v in pairs(obj.metadata or {}) do upd.metadata[k] = v end
+      upd.metadata.resourceVersion = live.metadata.resourceVersion
+      if o.mutate then o.mutate(live, upd) end
+      got, err = self:update(upd, o)
+      if got then return got, "updated" end
+    end
+    if err.code ~= 409 or core.monotonic() > deadline then return nil, err end
+  end
+end
+
+-- Returns the live object, or creates obj when it does not exist (a 409 from a racing creator
+-- reads it again). Returns obj, "existing"|"created".
+function C:get_or_create(obj, o)
+  o = o or {}
+  local live, err = self:get(obj, o)
+  if live then return live, "existing" end
+  if err.code ~= 404 then return nil, err end
+  local got, cerr = self:create(obj, o)
+  if got then return got, "created" end
+  if cerr.code ~= 409 then return nil, cerr end
+  live, err = self:get(obj, o)
+  if live then return live, "existing" end
+  return nil, err
+end
+
+-- Watches a collection (ref.name narrows it with a field selector). handler(event) gets
+-- {type="ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", object=}; returning false stops the watch.
+-- o = {resource_version=, timeout= (s, default 60; the server ends the watch then),
+--      label_selector=, field_selector=, bookmarks=}.
+-- Returns last_rv, "stopped"|"timeout" — pass last_rv as resource_version to resume — or nil, err
+-- (a 410 Expired means: list again, then watch from the list's resourceVersion).
+function C:watch(ref, handler, o)
+  o = o or {}
+  if type(handler) ~= "function" then error("kube.client.watch: handler function expected", 2) end
+  local r, rerr = M.resolve(ref)
+  if not r then error("kube.client: " .. rerr, 2) end
+  local q = query_of(o)
+  if r.name then
+    q.fieldSelector = "metadata.name=" .. r.name .. (q.fieldSelector and ("," .. q.fieldSelector) or "")
+    r.name = nil
+  end
+  local timeout = o.timeout or 60
+  q.watch = "true"
+  q.timeoutSeconds = math.max(1, math.ceil(timeout))
+  if o.bookmarks then q.allowWatchBookmarks = "true" end
+  local path = M.path(r)
+  local buf, last_rv, stopped, werr = "", o.resource_version, false, nil
+  local function on_data(chunk)
+    buf = buf .. chunk
+    while true do
+      local nl = buf:find("\n", 1, true)
+      if not nl then break end
+      local line = buf:sub(1, nl - 1)
+      buf = buf:sub(nl + 1)
+      if line:find("%S") then
+        local ev, derr = json.decode(line)
+        if type(ev) ~= "table" then
+          werr = mkerr { code = 0, reason = "BadResponse", message = "watch: " .. tostring(derr), method = "GET", path = path }
+          return false
+        end
+        if ev.type == "ERROR" then
+          local st = ev.object or {}
+          werr = mkerr { code = math.tointeger(tonumber(st.code)) or 500, reason = st.reason or "Unknown", message = st.message or "",
+                         method = "GET", path = path }
+          return false
+        end
+        local rv = type(ev.object) == "table" and ev.object.metadata and ev.object.metadata.resourceVersion
+        if rv then last_rv = rv end
+        if ev.type ~= "BOOKMARK" or o.bookmarks then
+          if handler(ev) == false then
+            stopped = true
+            return false
+          end
+        end
+      end
+    end
+    return true
+  end
+  local resp, err = self:raw("GET", path, { query = q, on_data = on_data, request_timeout = timeout + 15,
+    timeout = o.connect_budget or self.timeout })
+  if werr then return nil, werr end
+  if stopped then return last_rv, "stopped" end
+  if not resp then
+    if err.reason == "Timeout" then return last_rv, "timeout" end
+    return nil, err
+  end
+  if resp.status < 200 or resp.status >= 300 then return nil, status_error(resp, "GET", path) end
+  return last_rv, "timeout"
+end
+
+-- ---- the raising variant (redis style): c:must_get(...) etc. ---------------------------
+
+for _, name in ipairs { "get", "list", "create", "update", "patch", "apply", "delete", "create_or_update",
+                        "get_or_create", "watch", "call" } do
+  local f = C[name]
+  C["must_" .. name] = function(self, ...)
+    local a, err, c = f(self, ...)
+    if a == nil then error(err, 2) end
+    return a, err, c
+  end
+end
+
+M.Client = C
+return M
