@@ -1,6 +1,19 @@
 -- init phase "control-plane": Generate all static Pod manifest files necessary to establish the control plane.
--- Its body lands with the node files issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- Each subphase builds its component's Pod from the configuration (scripts/manifests/), applies the
+-- user's patches and writes /etc/kubernetes/manifests/<component>.yaml (0600) atomically.
+local log = require "log"
+local manifests = require "manifests"
+
+local function create(component)
+  return function(ctx)
+    if not ctx.data.manifest_dir_logged then
+      log.info("[control-plane] Using manifest folder %q", manifests.DIR)
+      ctx.data.manifest_dir_logged = true
+    end
+    log.info("[control-plane] Creating static Pod manifest for %q", component)
+    manifests.create(ctx, component)
+  end
+end
 
 return {
   name = "control-plane",
@@ -8,8 +21,8 @@ return {
   requires = { "pki", "kubeconfig" },
   provides = { "control-plane-manifests" },
   children = {
-    { name = "apiserver", desc = "Generates the kube-apiserver static Pod manifest", run = phase.todo("control-plane/apiserver") },
-    { name = "controller-manager", desc = "Generates the kube-controller-manager static Pod manifest", run = phase.todo("control-plane/controller-manager") },
-    { name = "scheduler", desc = "Generates the kube-scheduler static Pod manifest", run = phase.todo("control-plane/scheduler") },
+    { name = "apiserver", desc = "Generates the kube-apiserver static Pod manifest", run = create("kube-apiserver") },
+    { name = "controller-manager", desc = "Generates the kube-controller-manager static Pod manifest", run = create("kube-controller-manager") },
+    { name = "scheduler", desc = "Generates the kube-scheduler static Pod manifest", run = create("kube-scheduler") },
   },
 }

@@ -1,6 +1,19 @@
 -- init phase "etcd": Generate static Pod manifest file for local etcd.
--- Its body lands with the node files issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- Creates the data dir (0700) and writes /etc/kubernetes/manifests/etcd.yaml; with external etcd
+-- it only says so, as kubeadm does.
+local log = require "log"
+local manifests = require "manifests"
+
+local function run_local(ctx)
+  local etcd = ctx.cfg.cluster.etcd or {}
+  if etcd.external then
+    log.info("[etcd] External etcd mode: Skipping the creation of a manifest for local etcd")
+    return
+  end
+  ctx:mkdir(require("manifests.etcd").data_dir(ctx.cfg.cluster), "0700")
+  log.info("[etcd] Creating static Pod manifest for local etcd in %q", manifests.DIR)
+  manifests.create(ctx, "etcd")
+end
 
 return {
   name = "etcd",
@@ -8,6 +21,6 @@ return {
   requires = { "pki" },
   provides = { "local-etcd" },
   children = {
-    { name = "local", desc = "Generate the static Pod manifest file for a local, single-node local etcd instance", run = phase.todo("etcd/local") },
+    { name = "local", desc = "Generate the static Pod manifest file for a local, single-node local etcd instance", run = run_local },
   },
 }

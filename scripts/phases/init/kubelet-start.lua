@@ -1,11 +1,18 @@
 -- init phase "kubelet-start": Write kubelet settings and (re)start the kubelet.
--- Its body lands with the node files issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- Stops the kubelet (through the node runtime), writes kubeadm-flags.env, instance-config.yaml
+-- (NodeLocalCRISocket) and config.yaml, then starts it again — as kubeadm's runKubeletStart.
+local kubelet = require "kubelet"
+local runtime = require "runtime"
 
 return {
   name = "kubelet-start",
   desc = "Write kubelet settings and (re)start the kubelet",
   requires = { "kubeconfig" },
   provides = { "kubelet-started" },
-  run = phase.todo("kubelet-start"),
+  run = function(ctx)
+    local rt = runtime.for_ctx(ctx)
+    if not ctx.dry_run then rt.stop_kubelet(ctx) end
+    kubelet.write_files(ctx)
+    if not ctx.dry_run then rt.start_kubelet(ctx) end
+  end,
 }

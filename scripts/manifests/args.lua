@@ -1,0 +1,45 @@
+-- Component command lines as kubeadm builds them (kubeadmutil.ArgumentsToCommand): the defaults,
+-- minus every name the user's extraArgs set, plus all of extraArgs (a name may repeat), sorted by
+-- name then value, each rendered "--name=value".
+local M = {}
+
+-- defaults: {name = value} map; extra: v1beta4 list of {name=, value=} (may be nil).
+-- Returns the argument list (without the binary name).
+function M.build(defaults, extra)
+  local args, overridden = {}, {}
+  for _, a in ipairs(extra or {}) do
+    overridden[a.name] = true
+    args[#args + 1] = { name = a.name, value = a.value == nil and "" or tostring(a.value) }
+  end
+  for name, value in pairs(defaults) do
+    if not overridden[name] then args[#args + 1] = { name = name, value = tostring(value) } end
+  end
+  table.sort(args, function(a, b)
+    if a.name == b.name then return a.value < b.value end
+    return a.name < b.name
+  end)
+  local out = {}
+  for i, a in ipairs(args) do out[i] = ("--%s=%s"):format(a.name, a.value) end
+  return out
+end
+
+-- The last value of an extraArgs name, or nil (kubeadm's GetArgValue(args, name, -1)).
+function M.get(extra, name)
+  local v
+  for _, a in ipairs(extra or {}) do
+    if a.name == name then v = a.value end
+  end
+  return v
+end
+
+-- Parses a command line back ("--a=b" items) into {name = value} (last wins): for tests and upgrades.
+function M.parse(command)
+  local out = {}
+  for i = 2, #command do
+    local n, v = command[i]:match("^%-%-([^=]+)=(.*)$")
+    if n then out[n] = v end
+  end
+  return out
+end
+
+return M

@@ -1,0 +1,210 @@
+-- The static Pod skeleton every kubeadm control-plane manifest shares (kubeadm's
+-- staticpodutil.ComponentPod / ComponentProbe / VolumeMapToSlice): labels, hostNetwork,
+-- priority, seccomp, probes on the named port "probe-port", volumes sorted by name, env.
+local yaml = require "moonadm.yaml"
+local fs = require "moonadm.fs"
+local cnet = require "config.net"
+local C = require "config.constants"
+
+local M = {}
+
+M.MANIFESTS_DIR = "/etc/kubernetes/manifests"
+M.KUBERNETES_DIR = "/etc/kubernetes"
+M.PRIORITY = 2000001000
+M.PRIORITY_CLASS = "system-node-critical"
+
+local arr = yaml.array
+
+-- host:port as Go's net.JoinHostPort writes it.
+function M.join_host_port(host, port)
+  if host:find(":", 1, true) then return ("[%s]:%s"):format(host, port) end
+  return ("%s:%s"):format(host, port)
+end
+
+function M.is_ipv6(ip)
+  return cnet.parse_ip(ip) == 6
+end
+
+function M.loopback(ipv6)
+  return ipv6 and "::1" or "127.0.0.1"
+end
+
+-- The node's advertise address: the configured one, else the address of the default route's
+-- interface (kubeadm's ChooseAPIServerBindAddress). Memoised on ctx.data.
+function M.advertise_address(ctx)
+  if ctx.data.advertise_address then return ctx.data.advertise_address end
+  local ep
+  if ctx.cfg.join then
+    ep = ctx.cfg.join.controlPlane and ctx.cfg.join.controlPlane.localAPIEndpoint
+  else
+    ep = ctx.cfg.init and ctx.cfg.init.localAPIEndpoint
+  end
+  local ip = ep and ep.advertiseAddress
+  if not ip or ip == "" then
+    local err
+    ip, err = require("moonadm.net").default_ip()
+    if not ip then error("choosing the advertise address: " .. err, 0) end
+  end
+  ctx.data.advertise_address = ip
+  return ip
+end
+
+function M.bind_port(ctx)
+  local ep
+  if ctx.cfg.join then
+    ep = ctx.cfg.join.controlPlane and ctx.cfg.join.controlPlane.localAPIEndpoint
+  else
+    ep = ctx.cfg.init and ctx.cfg.init.localAPIEndpoint
+  end
+  return (ep and ep.bindPort) or C.api_bind_port
+end
+
+function M.node_name(ctx)
+  local doc = ctx.cfg.join or ctx.cfg.init or {}
+  local n = doc.nodeRegistration and doc.nodeRegistration.name
+  if n and n ~= "" then return n end
+  return (require("config").node_name_default())
+end
+
+-- <repo>/<component>:<version> with kubeadm's tag rule ('+' is not allowed in a tag).
+function M.image(cluster, component)
+  local repo = cluster.imageRepository or C.image_repository
+  local version = (cluster.kubernetesVersion or C.kubernetes_version):gsub("%+", "_")
+  return ("%s/%s:%s"):format(repo, component, version)
+end
+
+-- A probe as kubeadm's staticpodutil builds it. kind: "liveness"|"readiness"|"startup".
+function M.probe(kind, host, path, scheme, startup_seconds)
+  local p = { httpGet = { host = host, path = path, port = "probe-port", scheme = scheme },
+    timeoutSeconds = 15 }
+  if kind == "liveness" then
+    p.initialDelaySeconds, p.periodSeconds, p.failureThreshold = 10, 10, 8
+  elseif kind == "readiness" then
+    p.periodSeconds, p.failureThreshold = 1, 3
+  else
+    p.initialDelaySeconds, p.periodSeconds = 10, 10
+    p.failureThreshold = math.ceil((startup_seconds or 240) / 10)
+  end
+  return p
+end
+
+-- Seconds of timeouts.controlPlaneComponentHealthCheck (the startup probe's budget).
+function M.health_check_seconds(ctx)
+  local doc = ctx.cfg.join or ctx.cfg.init or {}
+  local t = doc.timeouts and doc.timeouts.controlPlaneComponentHealthCheck or C.timeouts.controlPlaneComponentHealthCheck
+  return require("config").duration_seconds(t) or 240
+end
+
+-- A host path mount: {name, host, mount, ro, type}.
+function M.mount(name, host, mount, ro, ptype)
+  return { name = name, host = host, mount = mount or host, ro = ro or false, type = ptype }
+end
+
+-- Volumes and mounts from a list of mounts (kubeadm's map keyed by name: a later one with the same
+-- name replaces an earlier one), sorted by name.
+function M.volumes(mounts)
+  local by, names = {}, {}
+  for _, m in ipairs(mounts) do
+    if not by[m.name] then names[#names + 1] = m.name end
+    by[m.name] = m
+  end
+  table.sort(names)
+  local vols, vms = arr {}, arr {}
+  for _, n in ipairs(names) do
+    local m = by[n]
+    local hp = { path = m.host }
+    if m.type and m.type ~= "" then hp.type = m.type end
+    vols[#vols + 1] = { name = n, hostPath = hp }
+    local vm = { name = n, mountPath = m.mount }
+    if m.ro then vm.readOnly = true end
+    vms[#vms + 1] = vm
+  end
+  return vols, vms
+end
+
+-- The user's extraVolumes (v1beta4 HostPathMount list) as mounts.
+function M.extra_mounts(list)
+  local out = {}
+  for _, v in ipairs(list or {}) do
+    out[#out + 1] = M.mount(v.name, v.hostPath, v.mountPath, v.readOnly, v.pathType)
+  end
+  return out
+end
+
+-- The CA certificate dirs kubeadm mounts into kube-apiserver and kube-controller-manager when the
+-- host has them (checked under the root: the node's view, not the machine running the tests).
+M.CA_CERT_DIRS = { "/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/ca-certificates",
+  "/usr/share/ca-certificates", "/usr/local/share/ca-certificates" }
+
+function M.ca_mounts()
+  local out = { M.mount("ca-certs", "/etc/ssl/certs", nil, true, "DirectoryOrCreate") }
+  for _, d in ipairs(M.CA_CERT_DIRS) do
+    local st = fs.stat(d)
+    if st and st.type == "directory" then
+      out[#out + 1] = M.mount(d:sub(2):gsub("/", "-"), d, nil, true, "DirectoryOrCreate")
+    end
+  end
+  return out
+end
+
+-- Proxy variables of this process (kubeadm's GetProxyEnvVars) merged with extraEnvs: an extra env
+-- with the same name replaces the proxy one. Returns a list or nil when empty.
+function M.env(extra)
+  local env, idx = {}, {}
+  local names = {}
+  for _, n in ipairs { "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy" } do
+    local v = os.getenv(n)
+    if v then names[#names + 1] = n end
+  end
+  table.sort(names)
+  for _, n in ipairs(names) do
+    env[#env + 1] = { name = n, value = os.getenv(n) }
+    idx[n] = #env
+  end
+  for _, e in ipairs(extra or {}) do
+    local item = {}
+    for k, v in pairs(e) do item[k] = v end
+    if idx[e.name] then env[idx[e.name]] = item else env[#env + 1] = item; idx[e.name] = #env end
+  end
+  if #env == 0 then return nil end
+  return arr(env)
+end
+
+-- The Pod. spec: {name, image, command (list), mounts, probes = {liveness=, readiness=, startup=},
+-- port, cpu, memory, annotations, env}.
+function M.build(spec)
+  local vols, vms = M.volumes(spec.mounts)
+  local container = {
+    name = spec.name,
+    image = spec.image,
+    imagePullPolicy = spec.pull_policy or C.image_pull_policy,
+    command = arr(spec.command),
+    ports = arr { { containerPort = spec.port, name = "probe-port", protocol = "TCP" } },
+    resources = { requests = { cpu = spec.cpu, memory = spec.memory } },
+    livenessProbe = spec.probes.liveness,
+    readinessProbe = spec.probes.readiness,
+    startupProbe = spec.probes.startup,
+    env = spec.env,
+  }
+  if #vms > 0 then container.volumeMounts = vms end
+  local metadata = {
+    name = spec.name, namespace = "kube-system",
+    labels = { component = spec.name, tier = "control-plane" },
+    annotations = spec.annotations,
+  }
+  local pod = {
+    apiVersion = "v1", kind = "Pod", metadata = metadata,
+    spec = {
+      containers = arr { container },
+      hostNetwork = true,
+      priority = M.PRIORITY,
+      priorityClassName = M.PRIORITY_CLASS,
+      securityContext = { seccompProfile = { type = "RuntimeDefault" } },
+    },
+    status = {},
+  }
+  if #vols > 0 then pod.spec.volumes = vols end
+  return pod
+end
+
+return M
