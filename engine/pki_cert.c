@@ -168,9 +168,13 @@ static int add_exts(X509 *x, const ma_pki_spec *s, const X509 *ca, ma_err *e)
 	if (s->ext_usages && add_ext(x, NID_ext_key_usage, ekus, 0, e)) goto out;
 	bc->ca = s->is_ca ? 0xFF : 0;
 	if (add_ext(x, NID_basic_constraints, bc, 1, e)) goto out;
-	/* SKI = SHA-1 of the subjectPublicKey bits (RFC 5280 method 1, as Go < 1.25) */
-	if (!X509_pubkey_digest(x, EVP_sha1(), md, &mdlen) || !ASN1_OCTET_STRING_set(ski, md, (int)mdlen)) goto ssl;
-	if (add_ext(x, NID_subject_key_identifier, ski, 0, e)) goto out;
+	/* SKI = SHA-1 of the subjectPublicKey bits (RFC 5280 method 1, as Go < 1.25); Go generates
+	 * it only for CA templates, so kubeadm's leaves carry none. */
+	if (s->is_ca) {
+		if (!X509_pubkey_digest(x, EVP_sha1(), md, &mdlen) || !ASN1_OCTET_STRING_set(ski, md, (int)mdlen))
+			goto ssl;
+		if (add_ext(x, NID_subject_key_identifier, ski, 0, e)) goto out;
+	}
 	if (ca) { /* Go: AKI = parent's SKI, only when issuer != subject */
 		const ASN1_OCTET_STRING *cask = X509_get0_subject_key_id((X509 *)ca);
 		if (cask) aki->keyid = ASN1_OCTET_STRING_dup(cask);

@@ -1,6 +1,167 @@
--- `moonadm certs`: lands with its own issue; until then it says so and exits 3.
-local errors = require "errors"
+-- `moonadm certs check-expiration|renew|certificate-key|generate-csr`, kubeadm's `certs` family.
+local pki = require "moonadm.pki"
+local common = require "commands.common"
+local config = require "config"
+local context = require "context"
+local flags_mod = require "flags"
+local log = require "log"
+local certlist = require "pki.certlist"
+local expiration = require "pki.expiration"
+local kubeconfig = require "pki.kubeconfig"
+local tree = require "pki.tree"
+local endpoint = require "pki.endpoint"
 
-return {
-  main = function(argv) errors.not_implemented("certs " .. table.concat(argv, " ")) end,
+local M = {}
+
+local CERT_DIR = { name = "cert-dir", type = "string", help = "The path where to save the certificates (default \"/etc/kubernetes/pki\")" }
+local CONFIG = { name = "config", type = "string", help = "Path to a kubeadm configuration file." }
+local KDIR = { name = "kubeconfig-dir", type = "string", default = "/etc/kubernetes", help = "The path where to save the kubeconfig file." }
+
+local subs = {
+  { "check-expiration", "Check certificates expiration for a Kubernetes cluster",
+    { CERT_DIR, CONFIG, KDIR, { name = "output", short = "o", type = "string", default = "text",
+      help = "Output format. One of: text|json|yaml." } } },
+  { "renew", "Renew certificates for a Kubernetes cluster", { CERT_DIR, CONFIG, KDIR } },
+  { "certificate-key", "Generate certificate keys", {} },
+  { "generate-csr", "Generate keys and certificate signing requests", { CERT_DIR, CONFIG, KDIR } },
 }
+
+local function usage()
+  local out = { "Commands related to handling Kubernetes certificates", "", "Usage:", "  moonadm certs [command]", "",
+    "Available Commands:" }
+  for _, s in ipairs(subs) do out[#out + 1] = ("  %-18s %s"):format(s[1], s[2]) end
+  return table.concat(out, "\n")
+end
+
+-- Flags, config and a context for a subcommand.
+local function setup(spec, argv)
+  local fspec = common.flags(common.global, spec)
+  local flags, args = flags_mod.parse(fspec, argv)
+  if not flags then error(args, 0) end
+  common.setup(flags)
+  if flags.help then return flags, args end
+  local cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {}, flags = {} }
+  if not cfg then error(err, 0) end
+  for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+  if flags["cert-dir"] and flags["cert-dir"] ~= "" then cfg.cluster.certificatesDir = flags["cert-dir"] end
+  local ctx = context.new { command = "certs", cfg = cfg, gates = cfg.gates or {}, flags = flags, root = flags.root }
+  return flags, args, ctx, tree.env(ctx)
+end
+
+local function kdir(flags) return ((flags["kubeconfig-dir"] or "/etc/kubernetes"):gsub("/+$", "")) end
+
+local function check_expiration(spec, argv)
+  local flags, _, _, E = setup(spec, argv)
+  if flags.help then log.result(flags_mod.usage(common.flags(common.global, spec))) return 0 end
+  local certs, cas = expiration.collect(E, kdir(flags))
+  local o = flags.output or "text"
+  if o == "json" then io.stdout:write(expiration.json(certs, cas))
+  elseif o == "yaml" then io.stdout:write(expiration.yaml(certs, cas))
+  elseif o == "text" or o == "" then io.stdout:write(expiration.text(certs, cas))
+  else error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text,yaml"):format(o), 0) end
+  return 0
+end
+
+local function renew(spec, argv)
+  local flags, args, _, E = setup(spec, argv)
+  local names = {}
+  for _, r in ipairs((expiration.rows(E, kdir(flags)))) do names[#names + 1] = r.name end
+  if flags.help or not args[1] then
+    log.result("Renew certificates for a Kubernetes cluster\n\nUsage:\n  moonadm certs renew <" ..
+      table.concat(names, "|") .. "|all> [flags]")
+    return flags.help and 0 or 1
+  end
+  local lines = expiration.renew(E, expiration.targets(E, kdir(flags), args[1]))
+  for _, l in ipairs(lines) do io.stdout:write(l, "\n") end
+  if args[1] == "all" then
+    io.stdout:write("\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, " ..
+      "kube-scheduler and etcd, so that they can use the new certificates.\n")
+  end
+  return 0
+end
+
+-- Keys and CSRs for an external CA: <cert-dir>/<base>.key+.csr for every leaf, and for every
+-- kubeconfig a <file>.csr next to a kubeconfig holding the key (no CA, no certificate yet).
+local function generate_csr(spec, argv)
+  local flags, _, ctx, E = setup(spec, argv)
+  if flags.help then log.result(flags_mod.usage(common.flags(common.global, spec))) return 0 end
+  local kd = kdir(flags)
+  local jobs = {}
+  for _, c in ipairs(certlist.for_cluster(E.cluster, { sa = false, cas = false })) do
+    jobs[#jobs + 1] = { label = c.base, key = tree.path(E, c.base, "key"), csr = tree.path(E, c.base, "csr"),
+      spec = function() local s = tree.spec(E, c) return { cn = s.cn, o = s.o, dns = s.dns, ips = s.ips } end }
+  end
+  for _, k in ipairs(kubeconfig.list) do
+    jobs[#jobs + 1] = { label = k.file, conf = kd .. "/" .. k.file, csr = kd .. "/" .. k.file .. ".csr", kc = k,
+      spec = function() return { cn = k.user(E), o = k.o } end }
+  end
+  -- check what exists, compute every spec (SANs may need the advertise address) before writing
+  local todo, algs = {}, {}
+  for _, j in ipairs(jobs) do
+    local csr = ctx:read(j.csr)
+    if csr then
+      local ok, err = pki.parse_csr(csr)
+      if not ok then error(("%s CSR already exists but has errors: %s: %s"):format(j.label, j.csr, err), 0) end
+      j.existing = true
+    else
+      j.s = j.spec()
+      todo[#todo + 1] = j
+      algs[#algs + 1] = E.alg
+    end
+  end
+  local keys, kerr = pki.generate_keys(algs)
+  if not keys then error("generating private keys: " .. kerr, 0) end
+  for i, j in ipairs(todo) do
+    local csr, err = pki.create_csr(keys[i], j.s)
+    if not csr then error(("creating the CSR of %s: %s"):format(j.label, err), 0) end
+    j.csr_pem, j.k = csr, keys[i]
+    if j.kc then
+      j.text = kubeconfig.encode { server = kubeconfig.server(E, j.kc), cluster = kubeconfig.cluster_name(E),
+        user = j.s.cn, key_pem = assert(keys[i]:pem()) }
+    end
+  end
+  local printed = {}
+  for _, j in ipairs(jobs) do
+    local dir = j.kc and kd or E.dir
+    if not printed[dir] then
+      io.stdout:write(("generating keys and CSRs in %s\n"):format(dir))
+      printed[dir] = true
+    end
+    if j.existing then
+      io.stdout:write(("  %s (using the existing CSR)\n"):format(j.label))
+    else
+      if j.kc then ctx:write(j.conf, j.text, tonumber("600", 8))
+      else ctx:write(j.key, assert(j.k:pem()), tonumber("600", 8)) end
+      ctx:write(j.csr, j.csr_pem, tonumber("600", 8))
+      io.stdout:write(("  %s\n"):format(j.label))
+    end
+  end
+  return 0
+end
+
+function M.main(argv)
+  local name = argv[1]
+  local rest = table.move(argv, 2, #argv, 1, {})
+  if not name or name == "--help" or name == "-h" or name == "help" then
+    log.result(usage())
+    return name and 0 or 1
+  end
+  for _, s in ipairs(subs) do
+    if s[1] == name then
+      if name == "check-expiration" then return check_expiration(s[3], rest)
+      elseif name == "renew" then return renew(s[3], rest)
+      elseif name == "generate-csr" then return generate_csr(s[3], rest)
+      else
+        local flags, args = flags_mod.parse(common.flags(common.global, s[3]), rest)
+        if not flags then error(args, 0) end
+        if flags.help then log.result("Generate certificate keys\n\nUsage:\n  moonadm certs certificate-key") return 0 end
+        io.stdout:write(pki.certificate_key(), "\n")
+        return 0
+      end
+    end
+  end
+  error(('unknown command "%s" for "moonadm certs"\n%s'):format(name, usage()), 0)
+end
+
+M.endpoint = endpoint -- (kept for scripts that reach the endpoint helpers through the command)
+return M
