@@ -57,6 +57,185 @@ M.is_privileged_user = {
   end,
 }
 
+-- Node checks ------------------------------------------------------------------------------
+-- Under a --root other than "/", the node is a directory on a machine that may run several (the lab)
+-- or a developer's desktop: checks of the machine itself (binaries, swap, CPUs, memory) report
+-- warnings instead of errors. Ports are checked in this process's network namespace, which is the
+-- node's own in the lab, so they stay errors. See docs/manifests.md.
+local function rooted(ctx) return ctx.root and ctx.root ~= "/" end
+
+local function soften(ctx, level)
+  if level == "error" and rooted(ctx) then return "warning" end
+  return level
+end
+
+local function sh_read(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local out = p:read("a")
+  local ok = p:close()
+  return out, ok
+end
+
+-- Port-N: the port can be bound on the advertise address and on the wildcard address of its family
+-- (kubeadm binds ":N", so a listener on any address counts).
+function M.port_open(port, ip)
+  return {
+    name = ("Port-%d"):format(port),
+    run = function()
+      local net = require "moonadm.net"
+      local wild = ip and ip:find(":", 1, true) and "::" or "0.0.0.0"
+      for _, addr in ipairs { ip or wild, wild } do
+        local free, err = net.port_free(addr, port)
+        if free == false then return { { level = "error", msg = ("Port %d is in use"):format(port) } } end
+        if free == nil and addr == wild then
+          return { { level = "warning", msg = ("could not check port %d: %s"):format(port, err) } }
+        end
+      end
+    end,
+  }
+end
+
+-- FileExisting-<exe>: an executable in PATH (mandatory ones are errors, others warnings).
+function M.in_path(exe, mandatory)
+  return {
+    name = "FileExisting-" .. exe,
+    run = function(ctx)
+      local out = sh_read("command -v " .. exe)
+      if out and out:match("%S") then return end
+      return { { level = mandatory and soften(ctx, "error") or "warning", msg = ("%s not found in system path"):format(exe) } }
+    end,
+  }
+end
+
+M.swap = {
+  name = "Swap",
+  run = function()
+    local f = io.open("/proc/swaps")
+    if not f then return end
+    local n = 0
+    for _ in f:lines() do n = n + 1 end
+    f:close()
+    if n > 1 then
+      return { { level = "warning", msg = "swap is supported for cgroup v2 only. The kubelet must be properly configured to use swap. Please refer to https://kubernetes.io/docs/concepts/architecture/nodes/#swap-memory, or disable swap on the node" } }
+    end
+  end,
+}
+
+M.MIN_CPUS, M.MIN_MEM_MB = 2, 1700
+
+M.num_cpu = {
+  name = "NumCPU",
+  run = function(ctx)
+    local out = sh_read("nproc")
+    local n = tonumber(out and out:match("%d+"))
+    if n and n < M.MIN_CPUS then
+      return { { level = soften(ctx, "error"), msg = ("the number of available CPUs %d is less than the required %d"):format(n, M.MIN_CPUS) } }
+    end
+  end,
+}
+
+M.mem = {
+  name = "Mem",
+  run = function(ctx)
+    local f = io.open("/proc/meminfo")
+    if not f then return end
+    local kb
+    for line in f:lines() do kb = kb or tonumber(line:match("^MemTotal:%s*(%d+)")) end
+    f:close()
+    local mb = kb and kb // 1024
+    if mb and mb < M.MIN_MEM_MB then
+      return { { level = soften(ctx, "error"), msg = ("the system RAM (%d MB) is less than the minimum %d MB"):format(mb, M.MIN_MEM_MB) } }
+    end
+  end,
+}
+
+-- Hostname: the node name is a valid DNS subdomain (error) and resolves (warning).
+function M.hostname(node_name)
+  return {
+    name = "Hostname",
+    run = function()
+      if not require("config.net").is_dns_subdomain(node_name) then
+        return { { level = "error", msg = ("invalid node name format %q"):format(node_name) } }
+      end
+      local out = sh_read("getent hosts " .. ("'" .. node_name:gsub("'", "") .. "'"))
+      if not (out and out:match("%S")) then
+        return { { level = "warning", msg = ("hostname %q could not be reached"):format(node_name) },
+          { level = "warning", msg = ("hostname %q: lookup %s: no such host"):format(node_name, node_name) } }
+      end
+    end,
+  }
+end
+
+local function parse_version(v)
+  local ma, mi, pa = tostring(v):match("v?(%d+)%.(%d+)%.?(%d*)")
+  if not ma then return nil end
+  return { tonumber(ma), tonumber(mi), tonumber(pa) or 0 }
+end
+M.parse_version = parse_version
+
+-- KubeletVersion: the kubelet in PATH is neither newer than the control plane nor older than the
+-- oldest kubelet kubeadm supports (control plane minor - 3). version_of lets tests inject a version.
+function M.kubelet_version(cp_version, version_of)
+  return {
+    name = "KubeletVersion",
+    run = function(ctx)
+      local text
+      if version_of then text = version_of() else
+        local out = sh_read("kubelet --version")
+        text = out and out:match("v%d+%.%d+%.%d+%S*")
+      end
+      if not text then
+        return { { level = soften(ctx, "error"), msg = "couldn't get kubelet version: cannot execute 'kubelet --version': executable file not found in $PATH" } }
+      end
+      local kv, cv = parse_version(text), parse_version(cp_version)
+      if not kv or not cv then return { { level = "error", msg = ("couldn't parse kubelet version %q"):format(text) } } end
+      local min = { cv[1], cv[2] - 3, 0 }
+      if kv[1] < min[1] or (kv[1] == min[1] and kv[2] < min[2]) then
+        return { { level = "error", msg = ("Kubelet version %q is lower than kubeadm can support. Please upgrade kubelet"):format(text) } }
+      end
+      if kv[1] > cv[1] or (kv[1] == cv[1] and kv[2] > cv[2]) then
+        return { { level = "error", msg = ("the kubelet version is higher than the control plane version. This is not a supported version skew and may lead to a malfunctional cluster. Kubelet version: %q Control plane version: %q"):format(text, cp_version) } }
+      end
+    end,
+  }
+end
+
+-- The executables a node runtime needs (kubeadm's addExecChecks + crictl for the CRI).
+M.RUNTIME_BINARIES = {
+  systemd = { { "crictl", true }, { "ip", true }, { "iptables", true }, { "mount", true }, { "nsenter", true },
+    { "ethtool", false }, { "tc", false }, { "touch", false } },
+  none = {},
+  lab = {},
+}
+
+-- Checks every node runs: kubelet port, binaries, swap, hostname, kubelet skew (systemd runtime).
+function M.node_checks(ctx, node_name, cp_version)
+  local rt = ctx.flags and ctx.flags["node-runtime"] or "systemd"
+  local checks = {}
+  for _, b in ipairs(M.RUNTIME_BINARIES[rt] or {}) do checks[#checks + 1] = M.in_path(b[1], b[2]) end
+  checks[#checks + 1] = M.hostname(node_name)
+  if rt == "systemd" then checks[#checks + 1] = M.kubelet_version(cp_version) end
+  checks[#checks + 1] = M.port_open(10250)
+  checks[#checks + 1] = M.swap
+  return checks
+end
+
+-- Checks of a control-plane node: CPUs, memory, its ports, manifests absent, etcd data dir empty.
+function M.control_plane_checks(ctx, ip, bind_port)
+  local checks = { M.num_cpu, M.mem, M.port_open(bind_port, ip), M.port_open(10259, ip), M.port_open(10257, ip) }
+  for _, c in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" } do
+    checks[#checks + 1] = M.file_available(("/etc/kubernetes/manifests/%s.yaml"):format(c))
+  end
+  local etcd = ctx.cfg.cluster and ctx.cfg.cluster.etcd
+  if not (etcd and etcd["external"]) then
+    checks[#checks + 1] = M.port_open(2379, ip)
+    checks[#checks + 1] = M.port_open(2380, ip)
+    checks[#checks + 1] = M.dir_available((etcd and etcd["local"] and etcd["local"].dataDir) or "/var/lib/etcd")
+  end
+  return checks
+end
+
 -- Runs the checks; raises one error listing every failing check, kubeadm-style.
 function M.run(ctx, checks)
   local ignore = {}

@@ -1,9 +1,11 @@
 -- init phase "preflight": Run pre-flight checks.
--- These are the checks on files and the user; the node checks (ports, swap, binaries, CPU, memory,
--- kubelet skew) join them with the node files issue.
+-- kubeadm's init checks with its names: IsPrivilegedUser, NumCPU, Mem, Port-<bindPort>, Port-10259,
+-- Port-10257, FileAvailable--etc-kubernetes-manifests-*.yaml, the binaries of the node runtime
+-- (FileExisting-*), Hostname, KubeletVersion, Port-10250, Swap, and for local etcd Port-2379,
+-- Port-2380, DirAvailable--var-lib-etcd. See scripts/preflight.lua and docs/manifests.md.
 local preflight = require "preflight"
-
-local MANIFESTS <const> = "/etc/kubernetes/manifests"
+local pod = require "manifests.pod"
+local log = require "log"
 
 return {
   name = "preflight",
@@ -11,15 +13,14 @@ return {
   always_run = true,
   provides = { "preflight" },
   run = function(ctx)
-    local checks = { preflight.is_privileged_user }
-    for _, c in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" } do
-      checks[#checks + 1] = preflight.file_available(("%s/%s.yaml"):format(MANIFESTS, c))
+    log.info("[preflight] Running pre-flight checks")
+    preflight.run(ctx, { preflight.is_privileged_user })
+    local ok, ip = pcall(pod.advertise_address, ctx)
+    if not ok then log.warn("%s", ip); ip = nil end
+    local checks = preflight.control_plane_checks(ctx, ip, pod.bind_port(ctx))
+    for _, c in ipairs(preflight.node_checks(ctx, pod.node_name(ctx), ctx.cfg.cluster.kubernetesVersion)) do
+      checks[#checks + 1] = c
     end
-    local etcd = ctx.cfg.cluster and ctx.cfg.cluster.etcd
-    if not (etcd and etcd["external"]) then
-      checks[#checks + 1] = preflight.dir_available((etcd and etcd["local"] and etcd["local"].dataDir) or "/var/lib/etcd")
-    end
-    require("log").info("[preflight] Running pre-flight checks")
     preflight.run(ctx, checks)
   end,
 }

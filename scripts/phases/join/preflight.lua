@@ -1,11 +1,39 @@
 -- join phase "preflight": Run join pre-flight checks.
--- Its body lands with the node files issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- kubeadm's join checks: IsPrivilegedUser, DirAvailable--etc-kubernetes-manifests,
+-- FileAvailable--etc-kubernetes-kubelet.conf, FileAvailable--etc-kubernetes-bootstrap-kubelet.conf,
+-- FileAvailable--etc-kubernetes-pki-ca.crt, the node checks (binaries, Hostname, KubeletVersion,
+-- Port-10250, Swap); a control-plane join adds the control-plane checks of init.
+local preflight = require "preflight"
+local pod = require "manifests.pod"
+local log = require "log"
+local C = require "config.constants"
 
 return {
   name = "preflight",
   desc = "Run join pre-flight checks",
   always_run = true,
   provides = { "preflight" },
-  run = phase.todo("preflight"),
+  run = function(ctx)
+    log.info("[preflight] Running pre-flight checks")
+    preflight.run(ctx, { preflight.is_privileged_user })
+    local join = ctx.cfg.join or {}
+    local checks = {
+      preflight.dir_available("/etc/kubernetes/manifests"),
+      preflight.file_available("/etc/kubernetes/kubelet.conf"),
+      preflight.file_available("/etc/kubernetes/bootstrap-kubelet.conf"),
+      preflight.file_available(join.caCertPath or C.ca_cert_path),
+    }
+    -- The cluster's version is only known after discovery: the kubelet skew is checked against this
+    -- engine's release here, as kubeadm checks against its own version before discovery.
+    local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or C.kubernetes_version
+    for _, c in ipairs(preflight.node_checks(ctx, pod.node_name(ctx), cp_version)) do checks[#checks + 1] = c end
+    if join.controlPlane then
+      local ok, ip = pcall(pod.advertise_address, ctx)
+      if not ok then log.warn("%s", ip); ip = nil end
+      for _, c in ipairs(preflight.control_plane_checks(ctx, ip, pod.bind_port(ctx))) do
+        checks[#checks + 1] = c
+      end
+    end
+    preflight.run(ctx, checks)
+  end,
 }
