@@ -258,7 +258,8 @@ function C:raw(method, path, o)
     local elapsed = core.monotonic() - start
     local wait = math.min(delay, self.max_backoff) * (0.5 + math.random() * 0.5)
     if retry_after then wait = math.max(wait, math.min(retry_after, self.max_backoff * 4)) end
-    if elapsed + wait >= budget then
+    if elapsed + wait > budget then wait = budget - elapsed end -- one last attempt at the deadline
+    if wait <= 0.005 then
       local last = tostring(err.message)
       err.message = ("gave up after %d attempt%s in %.1fs (timeout %gs): %s"):format(attempt,
         attempt == 1 and "" or "s", elapsed, budget, last)
