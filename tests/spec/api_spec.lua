@@ -8,7 +8,7 @@ local json = require "kube.json"
 local log = require "log"
 
 local fixture = helpers.top .. "/tests/fixtures/apiserver.sh"
-local labbin = helpers.top .. "/.lab/bin/kube-apiserver"
+local labbin = (os.getenv("MOONADM_LAB_BIN") or (helpers.top .. "/.lab/bin")) .. "/kube-apiserver"
 
 local function sh(cmd)
   local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
