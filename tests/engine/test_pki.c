@@ -54,6 +54,13 @@ static char *out1(const char *cmd, char *buf, size_t n)
 	return buf;
 }
 
+/* Under valgrind keygen is ~100x slower: the big RSA sizes and the timing run are skipped. */
+static int slow(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+	return p && strstr(p, "vgpreload");
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -118,6 +125,7 @@ static void test_keygen_algorithms(void)
 		{"ECDSA-P256", "ECDSA", 256}, {"ECDSA-P384", "ECDSA", 384}, {"", "RSA", 2048}};
 	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
 		ma_err e = {0};
+		if (slow() && (want[i].bits > 2048 || !*want[i].alg)) continue;
 		double t0 = now_ms();
 		ma_pki_key *k = ma_pki_genkey(want[i].alg, &e);
 		CHECK(k, "%s: %s", want[i].alg, e.msg);
@@ -136,23 +144,30 @@ static void test_keygen_algorithms(void)
 
 static void test_keygen_parallel(void)
 {
-	enum { N = 8 };
-	const char *algs[N];
-	ma_pki_key *k[N];
+	enum { MAXN = 8 };
+	int N = slow() ? 3 : MAXN;
+	const char *algs[MAXN];
+	ma_pki_key *k[MAXN];
 	ma_err e = {0};
-	for (int i = 0; i < N; i++) algs[i] = "RSA-2048";
+	for (int i = 0; i < N; i++) algs[i] = i == 2 ? "ECDSA-P384" : slow() && i ? "ECDSA-P256" : "RSA-2048";
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	double t0 = now_ms();
-	CHECK(ma_pki_genkeys_parallel(algs, N, k, 1, &e) == 0, "%s", e.msg);
-	double serial = now_ms() - t0;
-	for (int i = 0; i < N; i++) ma_pki_key_free(k[i]);
-	t0 = now_ms();
-	CHECK(ma_pki_genkeys_parallel(algs, N, k, 0, &e) == 0, "%s", e.msg);
-	double par = now_ms() - t0;
-	printf("# %d x RSA-2048: 1 thread %.0f ms, %ld threads %.0f ms, speedup %.2f\n", N, serial, cpus, par,
-	       serial / par);
+	if (!slow()) {
+		double t0 = now_ms();
+		CHECK(ma_pki_genkeys_parallel(algs, N, k, 1, &e) == 0, "%s", e.msg);
+		double serial = now_ms() - t0;
+		for (int i = 0; i < N; i++) ma_pki_key_free(k[i]);
+		t0 = now_ms();
+		clock_t c0 = clock();
+		CHECK(ma_pki_genkeys_parallel(algs, N, k, 0, &e) == 0, "%s", e.msg);
+		double par = now_ms() - t0, cpu = (double)(clock() - c0) * 1e3 / CLOCKS_PER_SEC;
+		/* cpu/wall shows the parallelism reached even when other jobs share the machine */
+		printf("# %d keys: 1 thread %.0f ms, %ld threads %.0f ms (speedup %.2f, cpu/wall %.2f)\n", N, serial,
+		       cpus, par, serial / par, cpu / par);
+	} else {
+		CHECK(ma_pki_genkeys_parallel(algs, N, k, 0, &e) == 0, "%s", e.msg);
+	}
 	for (int i = 0; i < N; i++) {
-		CHECK(k[i] && ma_pki_key_bits(k[i]) == 2048, "key %d", i);
+		CHECK(k[i] && ma_pki_key_bits(k[i]) == (i == 2 ? 384 : slow() && i ? 256 : 2048), "key %d", i);
 		for (int j = 0; j < i; j++) CHECK(k[i] && k[j] && !ma_pki_key_equal(k[i], k[j]), "keys %d and %d equal", i, j);
 	}
 	for (int i = 0; i < N; i++) ma_pki_key_free(k[i]);
@@ -167,7 +182,7 @@ static void test_pem_roundtrip(void)
 	const char *algs[] = {"RSA-2048", "ECDSA-P256", "ECDSA-P384"};
 	for (int i = 0; i < 3; i++) {
 		ma_err e = {0};
-		ma_pki_key *k = ma_pki_genkey(algs[i], &e), *r, *pub;
+		ma_pki_key *k = i ? ma_pki_genkey(algs[i], &e) : cakey, *r, *pub;
 		size_t n;
 		char *pem = k ? key_pem(k, &n) : NULL;
 		int rsa = i == 0;
@@ -209,7 +224,7 @@ static void test_pem_roundtrip(void)
 		ma_pki_key_free(pub);
 		free(pp);
 		ma_pki_secret_free(pem, strlen(pem));
-		ma_pki_key_free(k);
+		if (k != cakey) ma_pki_key_free(k);
 	}
 	/* PKCS#1 "RSA PUBLIC KEY" */
 	ma_err e = {0};
@@ -228,7 +243,7 @@ static void test_pem_roundtrip(void)
 static void test_pem_errors(void)
 {
 	ma_err e = {0};
-	ma_pki_key *k = ma_pki_genkey("RSA-2048", &e);
+	ma_pki_key *k = cakey;
 	size_t n;
 	char *pem = key_pem(k, &n);
 	CHECK(!ma_pki_key_read(pem, n / 2, &e) && strstr(e.msg, "truncated PEM"), "%s", e.msg);
@@ -267,7 +282,6 @@ static void test_pem_errors(void)
 	ma_pki_key_free(r);
 	free(c2);
 	ma_pki_secret_free(pem, strlen(pem));
-	ma_pki_key_free(k);
 }
 
 static void test_ca_and_leaf(void)
@@ -486,12 +500,12 @@ static void test_csr(void)
 	ma_pki_cert_free(c);
 	ma_pki_key_free(pub);
 	ma_pki_info_free(&in);
-	/* a tampered CSR: flip one byte of the signature (the last base64 line) */
+	/* a tampered CSR: one base64 digit of the signed part changed (6 whole bits, no padding) */
 	char *bad = strdup(pem);
-	char *end = strstr(bad, "\n-----END");
-	end[-3] = end[-3] == 'A' ? 'B' : 'A';
-	CHECK(ma_pki_csr_parse(bad, n, &in, NULL, &e) == -1 && (strstr(e.msg, "signature") || strstr(e.msg, "malformed")),
-	      "%s", e.msg);
+	bad[36 + 40] = bad[36 + 40] == 'A' ? 'B' : 'A';
+	int r = ma_pki_csr_parse(bad, n, &in, NULL, &e);
+	CHECK(r == -1 && (strstr(e.msg, "signature") || strstr(e.msg, "malformed")), "%s", e.msg);
+	if (!r) ma_pki_info_free(&in);
 	CHECK(ma_pki_csr_parse("x", 1, &in, NULL, &e) == -1 && strstr(e.msg, "no CERTIFICATE REQUEST"), "%s", e.msg);
 	free(bad);
 	free(pem);
