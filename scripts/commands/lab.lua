@@ -26,11 +26,14 @@ local function top_dir()
   return checkout or (os.getenv("PWD") or ".")
 end
 
-local function default_dir() return top_dir() .. "/.lab/cluster" end
+local function default_dir(name)
+  return top_dir() .. "/.lab/" .. ((name == nil or name == net.NAME) and "cluster" or name)
+end
 local function default_bin() return os.getenv("MOONADM_LAB_BIN") or (top_dir() .. "/.lab/bin") end
 
 local common_flags = {
-  { name = "dir", type = "string", help = "Where the lab's nodes live (default .lab/cluster)" },
+  { name = "dir", type = "string", help = "Where the lab's nodes live (default .lab/cluster, or .lab/NAME)" },
+  { name = "name", type = "string", help = "The lab's name: prefixes its namespaces and names its bridge (default moonadm)" },
   { name = "output", short = "o", type = "string", default = "text", help = "text or json" },
   { name = "scripts", type = "string" },
   { name = "v", short = "v", type = "int", default = 0 },
@@ -42,7 +45,7 @@ local function parse(extra, argv)
   for _, f in ipairs(extra or {}) do spec[#spec + 1] = f end
   local flags, args = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
-  flags.dir = abs(flags.dir or default_dir())
+  flags.dir = abs(flags.dir or default_dir(flags.name))
   log.setup { verbosity = flags.v }
   return flags, args
 end
@@ -83,7 +86,7 @@ function M.exec_on(st, node, argv, opts)
   if argv[1] == "moonadm" then argv[1] = core.exe() end
   local bin = st.bin_dir
   local path_env = "PATH=" .. bin .. ":" .. (os.getenv("PATH") or "/usr/bin:/bin")
-  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(node.name), mounts = node_mounts(node.root),
+  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(node.name, st.name), mounts = node_mounts(node.root),
     env = node_env { path_env }, cwd = os.getenv("PWD"), log = opts.log }
   if not pid then error(err, 0) end
   local _, code = proc.wait(pid)
@@ -107,8 +110,8 @@ local function kubectl(st, kubeconfig, args)
 end
 
 -- Stops everything a lab started, checked gone; removes its namespaces and bridge.
-local function teardown(dir, st)
-  st = st or state.load(dir) or { nodes = {} }
+local function teardown(dir, st, name)
+  st = st or state.load(dir) or { nodes = {}, name = name }
   local pids = {}
   for _, n in ipairs(st.nodes or {}) do if n.kubelet_pid then pids[#pids + 1] = n.kubelet_pid end end
   if st.lb and st.lb.pid then pids[#pids + 1] = st.lb.pid end
@@ -122,15 +125,19 @@ local function teardown(dir, st)
     if proc.alive(pid) then proc.signal(pid, "KILL") end
   end
   -- Anything still inside a lab namespace (a stand-in killed with -9 leaves orphans) goes too.
-  for _, ns in ipairs(net.list_namespaces()) do
-    local _, out = proc.run { argv = { "ip", "netns", "pids", ns } }
+  local lab = st.name
+  for _, node in ipairs(net.list_nodes(lab)) do
+    local _, out = proc.run { argv = { "ip", "netns", "pids", net.netns_name(node, lab) } }
     for pid in (out or ""):gmatch("%d+") do proc.signal(tonumber(pid), "KILL") end
   end
-  for _, ns in ipairs(net.list_namespaces()) do
-    net.node_down(ns:gsub("^moonadm%-", ""))
+  for _, node in ipairs(net.list_nodes(lab)) do net.node_down(node, lab) end
+  net.bridge_down(lab)
+  -- The empty mount points this lab created on the host go, unless another lab still runs: removing
+  -- a directory that is a mount point in another namespace would detach that lab's mounts.
+  local _, others = proc.run { argv = { "ip", "netns", "list" } }
+  if not (others or ""):match("%S") then
+    for _, d in ipairs(st.created_dirs or {}) do os.remove(d) end -- only if empty
   end
-  net.bridge_down()
-  for _, d in ipairs(st.created_dirs or {}) do os.remove(d) end -- only if empty
   state.remove(dir)
 end
 
@@ -193,12 +200,13 @@ function M.up(argv)
     if not gates then error(err, 0) end
   end
   local dir = flags.dir
-  if state.load(dir) or #net.list_namespaces() > 0 then
+  local name = flags.name or net.NAME
+  if state.load(dir) or #net.list_nodes(name) > 0 then
     log.info("[lab] cleaning up a previous lab")
-    teardown(dir)
+    teardown(dir, nil, name)
   end
   os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(dir, dir))
-  local st = { dir = dir, bin_dir = bin, subnet = flags.subnet, nodes = {}, created_dirs = {} }
+  local st = { name = name, dir = dir, bin_dir = bin, subnet = flags.subnet, nodes = {}, created_dirs = {} }
   for _, d in ipairs(NODE_DIRS) do
     if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
   end
@@ -212,12 +220,12 @@ function M.up(argv)
   end
   state.save(dir, st)
   local okup, uerr = pcall(function()
-    net.bridge_up(flags.subnet)
+    net.bridge_up(flags.subnet, name)
     for _, n in ipairs(st.nodes) do
-      net.node_up(n.name, n.ip, flags.subnet)
+      net.node_up(n.name, n.ip, flags.subnet, name)
       os.execute(("mkdir -p '%s/var/log' '%s/etc/kubernetes/manifests'"):format(n.root, n.root))
       local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
-        "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name),
+        "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
         log = n.root .. "/var/log/moonadm-kubelet.log", new_session = true }
       if not pid then error(serr, 0) end
       n.kubelet_pid = pid
@@ -225,12 +233,12 @@ function M.up(argv)
     end
     if ncp > 1 then
       local lb = { name = "lb", ip = flags.subnet .. ".2" }
-      net.node_up("lb", lb.ip, flags.subnet)
+      net.node_up("lb", lb.ip, flags.subnet, name)
       local backends = {}
       for _, n in ipairs(st.nodes) do if n.role == "control-plane" then backends[#backends + 1] = n.ip .. ":6443" end end
       local largv = { core.exe(), "lab", "lb", "--listen", lb.ip .. ":6443" }
       for _, b in ipairs(backends) do largv[#largv + 1] = "--backend"; largv[#largv + 1] = b end
-      lb.pid = assert(proc.spawn { argv = largv, netns = net.netns_path("lb"), log = dir .. "/lb.log", new_session = true })
+      lb.pid = assert(proc.spawn { argv = largv, netns = net.netns_path("lb", name), log = dir .. "/lb.log", new_session = true })
       st.lb, st.endpoint = lb, lb.ip .. ":6443"
       state.save(dir, st)
     end
@@ -238,7 +246,7 @@ function M.up(argv)
     for _, n in ipairs(st.nodes) do
       wait_for("the kubelet stand-in of " .. n.name, 20, function()
         if not proc.alive(n.kubelet_pid) then error("kubelet stand-in of " .. n.name .. " exited: see " .. n.root .. "/var/log/moonadm-kubelet.log", 0) end
-        return proc.run { argv = { "ip", "netns", "exec", net.netns_name(n.name), "sh", "-c",
+        return proc.run { argv = { "ip", "netns", "exec", net.netns_name(n.name, name), "bash", "-c",
           "exec 3<>/dev/tcp/127.0.0.1/10248" } } == 0
       end)
     end
@@ -276,7 +284,7 @@ function M.down(argv)
   local flags = parse({}, argv)
   need_root()
   local st = state.load(flags.dir)
-  teardown(flags.dir, st)
+  teardown(flags.dir, st, flags.name or net.NAME)
   log.result("[lab] down: every process stopped, namespaces and bridge removed")
   return 0
 end
@@ -312,12 +320,13 @@ function M.status(argv)
   local lines = { ("lab in %s%s"):format(flags.dir, st.endpoint and (", endpoint " .. st.endpoint) or "") }
   for _, n in ipairs(out.nodes) do
     lines[#lines + 1] = ("%-5s %-13s %-15s kubelet pid %s (%s)  kubelet.conf server %s"):format(n.name, n.role, n.ip,
-      tostring(n.kubelet_pid), n.kubelet_alive and "running" or "gone", n.kubelet_server or "-")
+      tostring(math.tointeger(n.kubelet_pid)), n.kubelet_alive and "running" or "gone", n.kubelet_server or "-")
     for _, p in ipairs(n.pods) do
-      lines[#lines + 1] = ("        %-40s pid %-8s restarts %d"):format(p.pod, tostring(p.pid), p.restarts)
+      lines[#lines + 1] = ("        %-40s pid %-8s restarts %d"):format(p.pod,
+        p.pid == cjson.null and "-" or tostring(math.tointeger(p.pid)), math.tointeger(p.restarts) or 0)
     end
   end
-  if out.lb then lines[#lines + 1] = ("lb    %-15s pid %d (%s)"):format(out.lb.ip, out.lb.pid, out.lb.alive and "running" or "gone") end
+  if out.lb then lines[#lines + 1] = ("lb    %-15s pid %d (%s)"):format(out.lb.ip, math.tointeger(out.lb.pid), out.lb.alive and "running" or "gone") end
   log.result(table.concat(lines, "\n"))
   return 0
 end

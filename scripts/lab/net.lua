@@ -5,8 +5,11 @@ local proc = require "moonadm.proc"
 
 local M = {}
 
-M.BRIDGE = "moonadm0"
+M.NAME = "moonadm"    -- a lab's name prefixes its namespaces and names its bridge: labs can coexist
 M.SUBNET = "10.250.0" -- /24; .1 is the host side, .2 the load balancer, .11.. the nodes
+
+function M.bridge_name(lab) return ("%s0"):format(lab or M.NAME):sub(1, 15) end
+local function veth_name(lab, node) return ("v%s-%s"):format((lab or M.NAME):sub(1, 6), node):sub(1, 15) end
 
 local function ip(args, allow_fail)
   local argv = { "ip" }
@@ -18,8 +21,8 @@ local function ip(args, allow_fail)
   return code == 0, out
 end
 
-function M.netns_name(node) return "moonadm-" .. node end
-function M.netns_path(node) return "/run/netns/" .. M.netns_name(node) end
+function M.netns_name(node, lab) return (lab or M.NAME) .. "-" .. node end
+function M.netns_path(node, lab) return "/run/netns/" .. M.netns_name(node, lab) end
 
 -- Can this machine make namespaces at all? Say so clearly instead of falling back.
 function M.check()
@@ -32,47 +35,52 @@ function M.check()
   return true
 end
 
-function M.bridge_up(subnet)
+function M.bridge_up(subnet, lab)
   subnet = subnet or M.SUBNET
-  if not ip({ "link", "show", M.BRIDGE }, true) then
-    ip { "link", "add", M.BRIDGE, "type", "bridge" }
+  local br = M.bridge_name(lab)
+  if not ip({ "link", "show", br }, true) then
+    ip { "link", "add", br, "type", "bridge" }
   end
-  ip({ "addr", "add", subnet .. ".1/24", "dev", M.BRIDGE }, true)
-  ip { "link", "set", M.BRIDGE, "up" }
+  ip({ "addr", "add", subnet .. ".1/24", "dev", br }, true)
+  ip { "link", "set", br, "up" }
 end
 
 -- A namespace with lo up and eth0 = addr/24 on the bridge, default route via the host side.
-function M.node_up(node, addr, subnet)
+function M.node_up(node, addr, subnet, lab)
   subnet = subnet or M.SUBNET
-  local ns = M.netns_name(node)
-  local host_if = ("mv-%s"):format(node):sub(1, 15)
+  local ns = M.netns_name(node, lab)
+  local host_if = veth_name(lab, node)
   if not ip({ "netns", "pids", ns }, true) then
     ip { "netns", "add", ns }
   end
   ip({ "link", "del", host_if }, true)
   ip { "link", "add", host_if, "type", "veth", "peer", "name", "eth0", "netns", ns }
-  ip { "link", "set", host_if, "master", M.BRIDGE, "up" }
+  ip { "link", "set", host_if, "master", M.bridge_name(lab), "up" }
   ip { "-n", ns, "link", "set", "lo", "up" }
   ip { "-n", ns, "addr", "add", addr .. "/24", "dev", "eth0" }
   ip { "-n", ns, "link", "set", "eth0", "up" }
   ip { "-n", ns, "route", "add", "default", "via", subnet .. ".1" }
 end
 
-function M.node_down(node)
-  ip({ "link", "del", ("mv-%s"):format(node):sub(1, 15) }, true)
-  ip({ "netns", "del", M.netns_name(node) }, true)
+function M.node_down(node, lab)
+  ip({ "link", "del", veth_name(lab, node) }, true)
+  ip({ "netns", "del", M.netns_name(node, lab) }, true)
 end
 
-function M.bridge_down()
-  ip({ "link", "del", M.BRIDGE }, true)
+function M.bridge_down(lab)
+  ip({ "link", "del", M.bridge_name(lab) }, true)
 end
 
--- Every moonadm lab namespace that exists, for cleaning up after a killed run.
-function M.list_namespaces()
+-- Every namespace of this lab that exists (node names), for cleaning up after a killed run.
+function M.list_nodes(lab)
   local _, out = ip({ "netns", "list" }, true)
-  local names = {}
-  for name in (out or ""):gmatch("(moonadm%-[%w%-]+)") do names[#names + 1] = name end
-  return names
+  local prefix = (lab or M.NAME) .. "-"
+  local nodes = {}
+  for line in (out or ""):gmatch("[^\n]+") do
+    local name = line:match("^(%S+)")
+    if name and name:sub(1, #prefix) == prefix then nodes[#nodes + 1] = name:sub(#prefix + 1) end
+  end
+  return nodes
 end
 
 return M
