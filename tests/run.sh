@@ -40,20 +40,30 @@ else
   add "$s" $((f + e))
 fi
 
-if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*.sh >/dev/null 2>&1; then
-  echo "== e2e on the lab"
+if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
+  echo "== e2e on the lab (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler)"
   if [ ! -x .lab/bin/kube-apiserver ]; then
     echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
   else
-    for t in tests/e2e/*.sh; do
-      case "$t" in *long_*) [ -n "${MOONADM_LONG:-}" ] || continue ;; esac
-      bash "$t" > "$out/e.log" 2>&1; rc=$?
-      cat "$out/e.log"
-      line=$(grep -E '^# tests: [0-9]+ passed, [0-9]+ failed' "$out/e.log" | tail -1)
-      if [ -z "$line" ]; then echo "$t: no summary (exit $rc)"; add 0 1; continue; fi
-      p=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
-      add "$p" "$f"; [ $rc = 0 ] || [ "$f" != 0 ] || add 0 1
-    done
+    bin=${MOONADM_BIN:-$top/bin/moonadm}
+    labs_down() { for l in e2e1 e2eha; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
+    trap 'labs_down; rm -rf "$out"' EXIT
+    trap 'exit 130' INT TERM
+    export MOONADM_E2E_RUN=$$-$(date +%s)
+    pattern=_spec
+    [ -n "${MOONADM_LONG:-}" ] || pattern='^[^l].*_spec'  # long_*_spec.lua only with make test-long
+    tests/busted.sh --output=utfTerminal --pattern="$pattern" tests/e2e > "$out/e.log" 2>&1; rc=$?
+    cat "$out/e.log"
+    line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out/e.log" | tail -1)
+    if [ -z "$line" ]; then
+      echo "e2e: no summary (exit $rc)"; add 0 1
+    else
+      s=$(grep -oE '[0-9]+ success' <<<"$line" | grep -oE '[0-9]+')
+      f=$(grep -oE '[0-9]+ failure' <<<"$line" | grep -oE '[0-9]+')
+      e=$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+')
+      add "$s" $((f + e))
+    fi
+    labs_down
   fi
 fi
 

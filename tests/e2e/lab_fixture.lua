@@ -1,0 +1,63 @@
+-- Shared lab fixtures for the e2e specs: one 1-node lab and one HA lab per test run, started on
+-- first use and reused by every spec that only reads. tests/run.sh takes them down at the end
+-- (also on failure or interruption); `lab up` itself cleans a stale lab left by a killed run.
+local cjson = require "cjson"
+local h = require "helpers"
+
+local M = {}
+
+M.LABS = {
+  one = { name = "e2e1", subnet = "10.252.1", args = {} },
+  ha = { name = "e2eha", subnet = "10.252.2", args = { "--control-planes", "3", "--workers", "2" } },
+}
+
+M.bin_dir = os.getenv("MOONADM_LAB_BIN") or (h.top .. "/.lab/bin")
+
+local function dir_of(lab) return h.top .. "/.lab/" .. lab.name end
+
+local function is_up(lab)
+  local f = io.open(dir_of(lab) .. "/lab.json", "r")
+  if not f then return false end
+  local st = cjson.decode(f:read("a"))
+  f:close()
+  return st.ready == true and st
+end
+
+-- Returns the lab's state (lab.json), starting it if this run has not yet.
+function M.get(which)
+  local lab = assert(M.LABS[which], "no lab fixture " .. tostring(which))
+  local st = is_up(lab)
+  if st and os.getenv("MOONADM_E2E_RUN") and st.run_id == os.getenv("MOONADM_E2E_RUN") then return st end
+  local args = { "lab", "up", "--name", lab.name, "--subnet", lab.subnet }
+  for _, a in ipairs(lab.args) do args[#args + 1] = a end
+  local code, out, err = h.moonadm(args)
+  assert(code == 0, ("lab %s did not come up (exit %d):\n%s\n%s"):format(lab.name, code, out, err))
+  st = assert(is_up(lab), "lab " .. lab.name .. " says up but lab.json is not ready")
+  -- tag the state with this run, so a later run does not reuse a lab whose processes are gone
+  st.run_id = os.getenv("MOONADM_E2E_RUN")
+  local f = assert(io.open(dir_of(lab) .. "/lab.json", "w"))
+  f:write(cjson.encode(st))
+  f:close()
+  return st
+end
+
+function M.kubectl(st, args, kubeconfig)
+  local argv = { M.bin_dir .. "/kubectl", "--kubeconfig", kubeconfig or (st.dir .. "/super-admin.conf") }
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  local parts = {}
+  for _, a in ipairs(argv) do parts[#parts + 1] = h.q(a) end
+  local p = io.popen(table.concat(parts, " ") .. " 2>&1; echo \"rc=$?\"")
+  local out = p:read("a")
+  p:close()
+  local rc = tonumber(out:match("rc=(%d+)%s*$"))
+  return rc, (out:gsub("rc=%d+%s*$", ""))
+end
+
+-- Runs moonadm's `lab exec NODE -- argv...` on a lab node.
+function M.exec(st, node, argv)
+  local args = { "lab", "exec", node, "--name", st.name, "--" }
+  for _, a in ipairs(argv) do args[#args + 1] = a end
+  return h.moonadm(args)
+end
+
+return M

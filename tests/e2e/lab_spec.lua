@@ -1,0 +1,56 @@
+-- The lab itself: a real control plane from moonadm's own files, on one machine.
+local cjson = require "cjson"
+local fixture = require "lab_fixture"
+local h = require "helpers"
+
+describe("lab (1 node)", function()
+  local st
+  setup(function() st = fixture.get("one") end)
+
+  it("serves /readyz from the real kube-apiserver with moonadm's PKI and manifests", function()
+    local rc, out = fixture.kubectl(st, { "get", "--raw", "/readyz" })
+    assert.equal(0, rc, out)
+    assert.equal("ok", out)
+  end)
+
+  it("runs each static pod as a process in the node's namespace, reported by lab status", function()
+    local code, out = h.moonadm { "lab", "status", "--name", st.name, "-o", "json" }
+    assert.equal(0, code, out)
+    local status = cjson.decode(out)
+    local pods = {}
+    for _, p in ipairs(status.nodes[1].pods) do pods[p.pod] = p end
+    for _, name in ipairs { "etcd-cp1", "kube-apiserver-cp1", "kube-controller-manager-cp1", "kube-scheduler-cp1" } do
+      assert.is_truthy(pods[name], name)
+      assert.is_number(pods[name].pid, name)
+    end
+    assert.matches("^https://" .. st.nodes[1].ip:gsub("%.", "%%.") .. ":6443$", status.nodes[1].kubelet_server)
+  end)
+
+  it("accepts every static pod manifest moonadm wrote as a Pod (dryRun=All)", function()
+    -- admission needs kube-system's default ServiceAccount, made by the real controller-manager
+    local deadline = os.time() + 90
+    while fixture.kubectl(st, { "-n", "kube-system", "get", "serviceaccount", "default" }) ~= 0 and os.time() < deadline do
+      os.execute("sleep 0.5")
+    end
+    for _, m in ipairs { "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
+      local file = st.nodes[1].root .. "/etc/kubernetes/manifests/" .. m .. ".yaml"
+      local rc, out = fixture.kubectl(st, { "create", "--dry-run=server", "-f", file, "-o", "name" })
+      assert.equal(0, rc, out)
+      assert.equal("pod/" .. m, (out:gsub("%s+$", "")))
+    end
+  end)
+
+  it("lets `lab exec` run a command as if on the node (its address, its /etc/kubernetes)", function()
+    local code, out = fixture.exec(st, "cp1", { "sh", "-c", "ls /etc/kubernetes/pki/ca.crt && ip -4 -o addr show eth0" })
+    assert.equal(0, code, out)
+    assert.matches(st.nodes[1].ip, out, 1, true)
+  end)
+
+  it("has the reference kubeadm read moonadm's PKI (certs check-expiration)", function()
+    local code, out = fixture.exec(st, "cp1", { fixture.bin_dir .. "/kubeadm", "certs", "check-expiration",
+      "--kubeconfig", "/etc/kubernetes/admin.conf" })
+    assert.equal(0, code, out)
+    assert.matches("apiserver%-etcd%-client%s", out)
+    assert.matches("front%-proxy%-ca%s", out)
+  end)
+end)
