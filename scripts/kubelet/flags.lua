@@ -1,7 +1,6 @@
 -- /var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS="<sorted --name=value ...>" (kubeadm's
 -- buildKubeletArgs + ArgumentsToCommand, quoted as Go's %q).
 local args = require "manifests.args"
-local C = require "config.constants"
 
 local M = {}
 
@@ -20,7 +19,7 @@ end
 function M.list(cluster, nodereg, opts)
   local d = {}
   if not opts.gate_cri then d["container-runtime-endpoint"] = opts.socket end
-  d["pod-infra-container-image"] = ("%s/pause:%s"):format(cluster.imageRepository or C.image_repository, C.pause_image_tag)
+  -- kubeadm v1.35 no longer passes --pod-infra-container-image (checked against the reference kubeadm)
   if opts.taints_as_flags and nodereg.taints and #nodereg.taints > 0 then
     local t = {}
     for _, x in ipairs(nodereg.taints) do

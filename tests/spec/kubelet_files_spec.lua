@@ -40,8 +40,8 @@ describe("kubelet files", function()
     assert.equal("127.0.0.1", c.healthzBindAddress)
     assert.equal(10248, c.healthzPort)
     assert.equal("unix:///run/containerd/containerd.sock", c.containerRuntimeEndpoint)
-    assert.equal('KUBELET_KUBEADM_ARGS="--pod-infra-container-image=registry.k8s.io/pause:3.10.1"\n',
-      h.read(root .. "/var/lib/kubelet/kubeadm-flags.env"))
+    -- kubeadm v1.35 writes no --pod-infra-container-image (the reference kubeadm: differential_spec)
+    assert.equal('KUBELET_KUBEADM_ARGS=""\n', h.read(root .. "/var/lib/kubelet/kubeadm-flags.env"))
     assert.equal('containerRuntimeEndpoint: "unix:///run/containerd/containerd.sock"\n',
       h.read(root .. "/var/lib/kubelet/instance-config.yaml"))
     assert.matches('[kubelet-start] Writing kubelet configuration to file "/var/lib/kubelet/config.yaml"', out, 1, true)
@@ -56,8 +56,8 @@ describe("kubelet files", function()
       code, out, err = start("---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nfeatureGates:\n  NodeLocalCRISocket: false\n")
     end
     assert.equal(0, code, out .. err)
-    assert.equal('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock ' ..
-      '--pod-infra-container-image=registry.k8s.io/pause:3.10.1"\n', h.read(root .. "/var/lib/kubelet/kubeadm-flags.env"))
+    assert.equal('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/containerd/containerd.sock"\n',
+      h.read(root .. "/var/lib/kubelet/kubeadm-flags.env"))
     assert.is_nil(h.read(root .. "/var/lib/kubelet/instance-config.yaml"))
     assert.equal("", kubelet_config().containerRuntimeEndpoint)
   end)
