@@ -1,25 +1,29 @@
 -- Component command lines as kubeadm builds them (kubeadmutil.ArgumentsToCommand): the defaults,
--- minus every name the user's extraArgs set, plus all of extraArgs (a name may repeat), sorted by
--- name then value, each rendered "--name=value".
+-- minus every name the user's extraArgs set, sorted by name; then all of extraArgs (a name may
+-- repeat), sorted by name then value; each rendered "--name=value". (The reference kubeadm v1.35.4
+-- puts the user's arguments after the defaults: tests/spec/differential_spec.lua.)
 local M = {}
 
 -- defaults: {name = value} map; extra: v1beta4 list of {name=, value=} (may be nil).
 -- Returns the argument list (without the binary name).
 function M.build(defaults, extra)
-  local args, overridden = {}, {}
+  local base, over, overridden = {}, {}, {}
   for _, a in ipairs(extra or {}) do
     overridden[a.name] = true
-    args[#args + 1] = { name = a.name, value = a.value == nil and "" or tostring(a.value) }
+    over[#over + 1] = { name = a.name, value = a.value == nil and "" or tostring(a.value) }
   end
   for name, value in pairs(defaults) do
-    if not overridden[name] then args[#args + 1] = { name = name, value = tostring(value) } end
+    if not overridden[name] then base[#base + 1] = { name = name, value = tostring(value) } end
   end
-  table.sort(args, function(a, b)
+  local function by_name_value(a, b)
     if a.name == b.name then return a.value < b.value end
     return a.name < b.name
-  end)
+  end
+  table.sort(base, by_name_value)
+  table.sort(over, by_name_value)
   local out = {}
-  for i, a in ipairs(args) do out[i] = ("--%s=%s"):format(a.name, a.value) end
+  for _, a in ipairs(base) do out[#out + 1] = ("--%s=%s"):format(a.name, a.value) end
+  for _, a in ipairs(over) do out[#out + 1] = ("--%s=%s"):format(a.name, a.value) end
   return out
 end
 

@@ -120,6 +120,10 @@ apiServer:
       if x == "--audit-log-path=/a" then i1 = i elseif x == "--audit-log-path=/b" then i2 = i end
     end
     assert.truthy(i1 and i2 and i1 < i2, "duplicates kept, sorted by value")
+    -- as the reference kubeadm v1.35.4: the defaults sorted, then the user's arguments sorted
+    assert.same({ "--audit-log-path=/a", "--audit-log-path=/b", "--authorization-mode=Node,RBAC,Webhook",
+      "--secure-port=7443" }, { table.unpack(a, #a - 3) })
+    assert.equal("--tls-private-key-file=/etc/kubernetes/pki/apiserver.key", a[#a - 4])
     local vols = {}
     for _, v in ipairs(p.spec.volumes) do vols[v.name] = v end
     assert.same({ name = "audit", hostPath = { path = "/var/log/audit", type = "DirectoryOrCreate" } }, vols.audit)
