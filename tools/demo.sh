@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
-# `make demo`: the most complete real thing moonadm does today. Until the lab lands, that is the
-# local half of `moonadm init`, run phase by phase into a temp root, showing the resolved phase
-# tree and every file the phases wrote. A phase whose body lands in a later issue says so (exit 3).
-set -u
+# `make demo`: a lab cluster brought up by moonadm's stock init (and join) flows: real etcd,
+# kube-apiserver, kube-controller-manager and kube-scheduler, each lab node in its own network
+# namespace, run by the kubelet stand-in. It is left running; the end says how to use it and how to
+# take it down. DEMO_CP / DEMO_WORKERS choose the size.
+set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/bin/moonadm
-root=$(mktemp -d "${TMPDIR:-/tmp}/moonadm-demo.XXXXXX")
-echo "== moonadm $("$bin" version -o short): the init flow, resolved (moonadm phases init)"
+cp=${DEMO_CP:-1} workers=${DEMO_WORKERS:-0}
+[ -x "$top/.lab/bin/kube-apiserver" ] || { echo "demo: building the lab's components first (make lab-bins)"; make -C "$top" lab-bins; }
+echo "== moonadm $("$bin" version -o short): the init flow it runs (moonadm phases init)"
 "$bin" phases init
 echo
-echo "== the local init phases, into the root $root"
-for p in preflight "certs all" "kubeconfig all" "etcd local" "control-plane all" kubelet-start; do
-  printf -- '-- moonadm init phase %s --root %s\n' "$p" "$root"
-  # shellcheck disable=SC2086
-  "$bin" init phase $p --root "$root" --apiserver-advertise-address 10.0.0.1 --node-runtime none
-  rc=$?
-  [ $rc = 0 ] || echo "   (exit $rc$([ $rc = 3 ] && echo ': lands with a later issue'))"
-done
+echo "== moonadm lab up --control-planes $cp --workers $workers"
+"$bin" lab up --control-planes "$cp" --workers "$workers"
+kc=$top/.lab/cluster/super-admin.conf
+kubectl=$top/.lab/bin/kubectl
 echo
-echo "== files written under $root"
-(cd "$root" && find . -type f -printf '%m %p\n' | sort -k2)
+echo "== kubectl get nodes -o wide"
+"$kubectl" --kubeconfig "$kc" get nodes -o wide
 echo
-echo "The journal of this run: $root/var/lib/moonadm/journal/init.json"
-echo "Remove the demo root with: rm -rf $root"
+echo "== kubectl get pods -A -o wide"
+"$kubectl" --kubeconfig "$kc" get pods -A -o wide
+echo
+echo "== etcd members (etcdctl on cp1)"
+"$bin" lab exec cp1 -- etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt \
+  --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key \
+  member list -w table
+echo
+"$bin" lab status
+cat <<TXT
+
+The lab is running. Use it:
+  $kubectl --kubeconfig $kc get pods -A
+  $bin lab exec cp1 -- moonadm certs check-expiration      # any command, as if on node cp1
+  $bin lab status
+Take it down:
+  $bin lab down
+TXT

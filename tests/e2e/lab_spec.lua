@@ -54,3 +54,62 @@ describe("lab (1 node)", function()
     assert.matches("front%-proxy%-ca%s", out)
   end)
 end)
+
+describe("lab kubelet stand-in (1 node)", function()
+  local st
+  setup(function() st = fixture.get("one") end)
+
+  local function wait_until(what, fn)
+    local deadline = os.time() + 60
+    local last
+    while os.time() < deadline do
+      local ok, v = pcall(fn)
+      if ok and v then return v end
+      last = v
+      os.execute("sleep 0.5")
+    end
+    error("timed out waiting for " .. what .. ": " .. tostring(last))
+  end
+
+  it("registers its Node and keeps it Ready with a Lease", function()
+    wait_until("node Ready", function()
+      local rc, out = fixture.kubectl(st, { "get", "node", "cp1", "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status} {.status.addresses[0].address}" })
+      return rc == 0 and out == "True " .. st.nodes[1].ip
+    end)
+    local rc, out = fixture.kubectl(st, { "-n", "kube-node-lease", "get", "lease", "cp1", "-o", "jsonpath={.spec.holderIdentity}" })
+    assert.equal(0, rc, out)
+    assert.equal("cp1", out)
+  end)
+
+  it("writes kubelet-client-current.pem from kubelet.conf's embedded certificate, as a kubelet's first start does", function()
+    local pem = h.read(st.nodes[1].root .. "/var/lib/kubelet/pki/kubelet-client-current.pem")
+    assert.truthy(pem and pem:find("BEGIN CERTIFICATE", 1, true) and pem:find("PRIVATE KEY", 1, true))
+    local info = require("moonadm.pki").read_cert(pem):info()
+    assert.equal("system:node:cp1", info.subject.cn)
+  end)
+
+  it("keeps a mirror pod per static pod, re-created after a delete, with the manifest's hash", function()
+    local function mirror()
+      local rc, out = fixture.kubectl(st, { "-n", "kube-system", "get", "pod", "kube-scheduler-cp1", "-o",
+        "jsonpath={.metadata.uid} {.metadata.annotations.kubernetes\\.io/config\\.mirror} {.status.phase}" })
+      if rc ~= 0 then return nil end
+      local uid, hash, phase = out:match("^(%S+) (%S+) (%S+)$")
+      return uid and phase == "Running" and { uid = uid, hash = hash }
+    end
+    local before = wait_until("mirror pod", mirror)
+    assert.equal(32, #before.hash)
+    local rc, out = fixture.kubectl(st, { "-n", "kube-system", "delete", "pod", "kube-scheduler-cp1", "--wait=false" })
+    assert.equal(0, rc, out)
+    local after = wait_until("re-created mirror pod", function()
+      local m = mirror()
+      return m and m.uid ~= before.uid and m
+    end)
+    assert.equal(before.hash, after.hash)
+    -- the etcd mirror pod carries the KEP-2506 annotation kubeadm discovers endpoints from
+    rc, out = fixture.kubectl(st, { "-n", "kube-system", "get", "pods", "-l", "component=etcd", "-o",
+      "jsonpath={.items[0].metadata.annotations.kubeadm\\.kubernetes\\.io/etcd\\.advertise-client-urls}" })
+    assert.equal(0, rc, out)
+    assert.equal("https://" .. st.nodes[1].ip .. ":2379", out)
+  end)
+end)
