@@ -96,6 +96,7 @@ function M.build(ctx, opts)
     image = M.image(cl),
     command = M.command(ctx, opts),
     mounts = mounts,
+    mount_order = { "etcd-data", "etcd-certs" },
     port = port,
     cpu = "100m",
     memory = "100Mi",

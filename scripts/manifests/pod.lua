@@ -186,6 +186,13 @@ function M.build(spec)
     startupProbe = spec.probes.startup,
     env = spec.env,
   }
+  if spec.mount_order then
+    -- kubeadm lists etcd's mounts in its own order (data, then certs), not sorted
+    local by = {}
+    for _, vm in ipairs(vms) do by[vm.name] = vm end
+    vms = arr {}
+    for _, n in ipairs(spec.mount_order) do vms[#vms + 1] = by[n] end
+  end
   if #vms > 0 then container.volumeMounts = vms end
   local metadata = {
     name = spec.name, namespace = "kube-system",

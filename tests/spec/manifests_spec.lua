@@ -208,8 +208,9 @@ apiServer:
     assert.equal(2381, c.ports[1].containerPort)
     assert.same({ { name = "etcd-certs", hostPath = { path = "/etc/kubernetes/pki/etcd", type = "DirectoryOrCreate" } },
       { name = "etcd-data", hostPath = { path = "/var/lib/etcd", type = "DirectoryOrCreate" } } }, { table.unpack(p.spec.volumes) })
-    assert.same({ { name = "etcd-certs", mountPath = "/etc/kubernetes/pki/etcd" },
-      { name = "etcd-data", mountPath = "/var/lib/etcd" } }, { table.unpack(c.volumeMounts) })
+    -- mounts in kubeadm's order (data, then certs; the reference kubeadm v1.35.4), volumes sorted
+    assert.same({ { name = "etcd-data", mountPath = "/var/lib/etcd" },
+      { name = "etcd-certs", mountPath = "/etc/kubernetes/pki/etcd" } }, { table.unpack(c.volumeMounts) })
   end)
 
   it("etcd and the API server on IPv6 bracket addresses and use ::1", function()
