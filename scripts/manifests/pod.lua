@@ -112,8 +112,8 @@ function M.volumes(mounts)
   local vols, vms = arr {}, arr {}
   for _, n in ipairs(names) do
     local m = by[n]
-    local hp = { path = m.host }
-    if m.type and m.type ~= "" then hp.type = m.type end
+    -- kubeadm always sets the type: an extraVolume without pathType is written `type: ""`
+    local hp = { path = m.host, type = m.type or "" }
     vols[#vols + 1] = { name = n, hostPath = hp }
     local vm = { name = n, mountPath = m.mount }
     if m.ro then vm.readOnly = true end

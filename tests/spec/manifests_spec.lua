@@ -133,6 +133,15 @@ apiServer:
     assert.equal("x509sha1=1", found)
   end)
 
+  it("an extraVolume without pathType is written with type \"\" (as the reference kubeadm v1.35.4)", function()
+    local p = require("manifests.scheduler").build(mkctx(root,
+      "scheduler:\n  extraVolumes:\n  - name: cfg\n    hostPath: /etc/sched\n    mountPath: /etc/sched\n"))
+    local vols = {}
+    for _, v in ipairs(p.spec.volumes) do vols[v.name] = v end
+    assert.same({ name = "cfg", hostPath = { path = "/etc/sched", type = "" } }, vols.cfg)
+    assert.matches('hostPath:\n      path: /etc/sched\n      type: ""\n', yaml.encode(p), 1, true)
+  end)
+
   it("drops --authorization-mode when authorization-config is given", function()
     local p = require("manifests.apiserver").build(mkctx(root,
       "apiServer:\n  extraArgs:\n  - name: authorization-config\n    value: /etc/authz.yaml\n"))
