@@ -9,11 +9,13 @@ local M = {}
 M.KUBECONFIG = "/etc/kubernetes/controller-manager.conf"
 M.FLEXVOLUME_DIR = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 
--- The address the component's probes use: bind-address from extraArgs (loopback if unspecified).
+-- The address the component's probes use: bind-address from extraArgs; none (the kubelet probes the
+-- pod's IP, the host's on hostNetwork) when it is unspecified, as kubeadm's getProbeAddress (checked
+-- against the reference kubeadm v1.35.4).
 function M.probe_host(extra)
   local b = args.get(extra, "bind-address")
   if not b or b == "" then return "127.0.0.1" end
-  if require("config.net").classify(b) == "unspecified" then return pod.loopback(pod.is_ipv6(b)) end
+  if require("config.net").classify(b) == "unspecified" then return nil end
   return b
 end
 

@@ -178,9 +178,13 @@ apiServer:
     local a = args.parse(cmd_of(cm.build(mkctx(root))))
     assert.equal("", a["cluster-signing-cert-file"])
     assert.equal("", a["cluster-signing-key-file"])
-    -- probes follow a user's bind-address
+    -- probes follow a user's bind-address; an unspecified one gives no host (kubeadm's
+    -- getProbeAddress, checked against the reference kubeadm v1.35.4)
     local q = cm.build(mkctx(root, "controllerManager:\n  extraArgs:\n  - name: bind-address\n    value: 0.0.0.0\n"))
-    assert.equal("127.0.0.1", q.spec.containers[1].livenessProbe.httpGet.host)
+    assert.is_nil(q.spec.containers[1].livenessProbe.httpGet.host)
+    assert.is_nil(q.spec.containers[1].startupProbe.httpGet.host)
+    q = cm.build(mkctx(root, "controllerManager:\n  extraArgs:\n  - name: bind-address\n    value: 127.0.0.2\n"))
+    assert.equal("127.0.0.2", q.spec.containers[1].livenessProbe.httpGet.host)
   end)
 
   it("kube-scheduler: flags, probes, one kubeconfig volume", function()
