@@ -1,7 +1,7 @@
 -- Component command lines as kubeadm builds them (kubeadmutil.ArgumentsToCommand): the defaults,
 -- minus every name the user's extraArgs set, sorted by name; then all of extraArgs (a name may
--- repeat), sorted by name then value; each rendered "--name=value". (The reference kubeadm v1.35.4
--- puts the user's arguments after the defaults: tests/spec/differential_spec.lua.)
+-- repeat) in the order the user gave them; each rendered "--name=value". (So the reference kubeadm
+-- v1.35.4 writes them: tests/spec/differential_spec.lua, config fixtures/diff/extra.yaml.)
 local M = {}
 
 -- defaults: {name = value} map; extra: v1beta4 list of {name=, value=} (may be nil).
@@ -20,7 +20,6 @@ function M.build(defaults, extra)
     return a.name < b.name
   end
   table.sort(base, by_name_value)
-  table.sort(over, by_name_value)
   local out = {}
   for _, a in ipairs(base) do out[#out + 1] = ("--%s=%s"):format(a.name, a.value) end
   for _, a in ipairs(over) do out[#out + 1] = ("--%s=%s"):format(a.name, a.value) end

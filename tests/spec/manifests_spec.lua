@@ -119,10 +119,10 @@ apiServer:
     for i, x in ipairs(a) do
       if x == "--audit-log-path=/a" then i1 = i elseif x == "--audit-log-path=/b" then i2 = i end
     end
-    assert.truthy(i1 and i2 and i1 < i2, "duplicates kept, sorted by value")
-    -- as the reference kubeadm v1.35.4: the defaults sorted, then the user's arguments sorted
-    assert.same({ "--audit-log-path=/a", "--audit-log-path=/b", "--authorization-mode=Node,RBAC,Webhook",
-      "--secure-port=7443" }, { table.unpack(a, #a - 3) })
+    assert.truthy(i1 and i2 and i2 < i1, "duplicates kept, in the given order")
+    -- as the reference kubeadm v1.35.4: the defaults sorted, then the user's arguments as given
+    assert.same({ "--secure-port=7443", "--authorization-mode=Node,RBAC,Webhook", "--audit-log-path=/b",
+      "--audit-log-path=/a" }, { table.unpack(a, #a - 3) })
     assert.equal("--tls-private-key-file=/etc/kubernetes/pki/apiserver.key", a[#a - 4])
     local vols = {}
     for _, v in ipairs(p.spec.volumes) do vols[v.name] = v end
