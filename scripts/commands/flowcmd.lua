@@ -144,6 +144,15 @@ function M.main(opts)
     ctx.args = args
     if opts.positional then opts.positional(ctx, args) end
   end
+  -- join: discovery and the cluster's configuration, before any phase (and before the flow's static
+  -- check, which must see the cluster's gates). It writes nothing.
+  if opts.prepare then
+    local pok, perr = pcall(opts.prepare, ctx)
+    if not pok then
+      log.error(errors.message(perr))
+      return errors.code(perr)
+    end
+  end
   run_opts.journal = not ctx.dry_run and journal_mod.open(opts.name) or nil
   ctx.journal = run_opts.journal
   local ok, rerr = runner.run(flow, ctx, run_opts)

@@ -17,11 +17,13 @@ M.flags = {
   { name = "patches", type = "string", help = "Path to a directory that contains files named \"target[suffix][+patchtype].extension\"" },
   { name = "tls-bootstrap-token", type = "string", help = "Specify the token used to temporarily authenticate with the Kubernetes Control Plane while joining the node" },
   { name = "token", type = "string", help = "Use this token for both discovery-token and tls-bootstrap-token when those values are not provided" },
+  { name = "kubelet-server", type = "string", help = "moonadm experiment: where a joining control plane's kubelet talks to: local or endpoint (default: local under ControlPlaneKubeletLocalMode)" },
 }
 
 function M.main(argv)
   return flowcmd.main { name = "join", flow = "join", kind = "join", argv = argv, flags = M.flags,
-    desc = "Run this on any machine you wish to join an existing cluster" }
+    desc = "Run this on any machine you wish to join an existing cluster",
+    prepare = function(ctx) require("join.data").prepare(ctx) end }
 end
 
 return M

@@ -1,6 +1,6 @@
 -- join phase "control-plane-join": Join a machine as a control plane instance.
--- Its body lands with the join issue; until then it fails with exit code 3, never silently.
 local phase = require "phase"
+local data = require "join.data"
 
 return {
   name = "control-plane-join",
@@ -12,6 +12,10 @@ return {
     phase.when(phase.gate("ControlPlaneKubeletLocalMode", false),
       { name = "etcd", desc = "Add a new local etcd member", run = phase.todo("control-plane-join/etcd"),
         requires = { "pki" }, provides = { "local-etcd" } }),
-    { name = "mark-control-plane", desc = "Mark a node as a control-plane", run = phase.todo("control-plane-join/mark-control-plane") },
+    { name = "mark-control-plane", desc = "Mark a node as a control-plane", run = function(ctx)
+      if not data.is_control_plane(ctx) then return end
+      data.admin(ctx)
+      require("cluster.node").mark_control_plane(ctx)
+    end },
   },
 }

@@ -1,11 +1,23 @@
 -- join phase "kubelet-wait-bootstrap": Wait for the kubelet to bootstrap itself.
--- Its body lands with the join issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- For a control plane whose kubelet talks to its local kube-apiserver, that apiserver can only
+-- serve once the local etcd member exists: this phase requires it (KEP-4471), so a flow that
+-- waits first is refused before anything runs.
+local jk = require "join.kubelet"
 
 return {
   name = "kubelet-wait-bootstrap",
   desc = "Wait for the kubelet to bootstrap itself",
-  requires = { "kubelet-started" },
+  requires = function(ctx)
+    if jk.local_server(ctx) and jk.local_etcd(ctx) then
+      return { "kubelet-started", "local-etcd" }
+    end
+    return { "kubelet-started" }
+  end,
+  requires_why = {
+    ["local-etcd"] = "This control plane's kubelet bootstraps against its own kube-apiserver " ..
+      "(ControlPlaneKubeletLocalMode), which cannot serve before its local etcd member has joined: " ..
+      "waiting for the TLS bootstrap first would wait forever (KEP-4471). Run etcd-join before kubelet-wait-bootstrap.",
+  },
   provides = { "kubelet-bootstrapped" },
-  run = phase.todo("kubelet-wait-bootstrap"),
+  run = function(ctx) jk.wait_bootstrap(ctx) end,
 }

@@ -1,10 +1,14 @@
 -- join phase "wait-control-plane": Wait for the control plane to start.
--- Its body lands with the join issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- A joining control plane waits for its own components (kube-apiserver on its advertise address),
+-- as kubeadm v1.35 does; a worker has none.
+local data = require "join.data"
 
 return {
   name = "wait-control-plane",
   desc = "Wait for the control plane to start",
   requires = { "control-plane-manifests" },
-  run = phase.todo("wait-control-plane"),
+  run = function(ctx)
+    if not data.is_control_plane(ctx) then return end
+    require("cluster.wait").run(ctx)
+  end,
 }

@@ -1,0 +1,89 @@
+-- Preparing a machine to serve a control plane (kubeadm's control-plane-prepare): the shared
+-- certificates from the kubeadm-certs Secret (with --certificate-key), then this node's own
+-- certificates, kubeconfigs and static pod manifests — made by the same phases init uses, over
+-- this node's view of the cluster's configuration (join/data.lua).
+local certsupload = require "cluster.certsupload"
+local data = require "join.data"
+local log = require "log"
+
+local M = {}
+
+-- Runs an init phase's subtree programmatically: its run_if (the whole-tree planning), then the
+-- named children in order.
+local function run_init_phase(ctx, module, children)
+  local p = require(module)
+  if p.run_if then p.run_if(ctx) end
+  local by = {}
+  for _, c in ipairs(p.children) do by[c.name] = c end
+  for _, name in ipairs(children) do
+    local c = by[name] or error(("%s has no child %q"):format(module, name), 0)
+    c.run(ctx)
+  end
+end
+
+function M.require_endpoint(ctx)
+  if not ctx.cfg.cluster.controlPlaneEndpoint or ctx.cfg.cluster.controlPlaneEndpoint == "" then
+    error("unable to add a new control plane instance to a cluster that doesn't have a stable controlPlaneEndpoint address\n\n" ..
+      "Please ensure that:\n* The cluster has a stable controlPlaneEndpoint address.", 0)
+  end
+end
+
+function M.download_certs(ctx)
+  local key = ctx.cfg.join.controlPlane.certificateKey
+  if not key or key == "" then
+    log.info("[download-certs] Skipping certs download")
+    return
+  end
+  log.info("[download-certs] Downloading the certificates in Secret \"kubeadm-certs\" in the \"kube-system\" Namespace")
+  local c = ctx.data.bootstrap_client
+  local secret, err = c:get { apiVersion = "v1", kind = "Secret", namespace = "kube-system", name = "kubeadm-certs" }
+  if not secret then
+    error("error downloading the secret: " .. tostring(err) .. "\nThe uploaded certificates expire after two hours: " ..
+      "run `moonadm init phase upload-certs --upload-certs` on a control plane to upload them again", 0)
+  end
+  local files = certsupload.open(secret.data, key)
+  for _, f in ipairs(certsupload.files(ctx.cfg.cluster)) do
+    local name, path = f[1], f[2]
+    local content = files[name]
+    if content and content ~= "" and path then
+      ctx:write(path, content, (name:match("%.key$") or name:match("%.key$")) and "0600" or "0644")
+    end
+  end
+  log.info("[download-certs] Saving the certificates to the folder: %q", ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki")
+end
+
+-- kubeadm's SharedCertificateExists: the CAs and the service-account key pair must be here.
+function M.check_shared(ctx)
+  local dir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki"
+  local need = { dir .. "/ca.crt", dir .. "/ca.key", dir .. "/sa.key", dir .. "/sa.pub", dir .. "/front-proxy-ca.crt",
+    dir .. "/front-proxy-ca.key" }
+  if not (ctx.cfg.cluster.etcd or {}).external then
+    need[#need + 1] = dir .. "/etcd/ca.crt"
+    need[#need + 1] = dir .. "/etcd/ca.key"
+  end
+  local missing = {}
+  for _, p in ipairs(need) do if not ctx:exists(p) then missing[#missing + 1] = p end end
+  if #missing > 0 then
+    error("one or more conditions for hosting a new control plane instance is not satisfied.\n\n" ..
+      "missing certificates shared among control plane instances: " .. table.concat(missing, ", ") .. "\n\n" ..
+      "Please ensure that:\n* The certificates that must be shared among control plane instances are provided " ..
+      "(join with --certificate-key after `moonadm init --upload-certs`, or copy them).", 0)
+  end
+end
+
+function M.certs(ctx)
+  M.check_shared(ctx)
+  run_init_phase(ctx, "phases.init.certs", { "ca", "apiserver", "apiserver-kubelet-client", "front-proxy-ca",
+    "front-proxy-client", "etcd-ca", "etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client", "sa" })
+end
+
+function M.kubeconfigs(ctx)
+  run_init_phase(ctx, "phases.init.kubeconfig", { "admin", "controller-manager", "scheduler" })
+end
+
+function M.manifests(ctx)
+  run_init_phase(ctx, "phases.init.control-plane", { "apiserver", "controller-manager", "scheduler" })
+end
+
+M.is_control_plane = data.is_control_plane
+return M

@@ -1,0 +1,116 @@
+-- The kubelet side of a join: bootstrap-kubelet.conf (its server rewritten to this node's own
+-- kube-apiserver for a control plane under ControlPlaneKubeletLocalMode), the CA, the kubelet files
+-- from the cluster's kubelet-config, (re)starting the kubelet, and waiting for its TLS bootstrap.
+local core = require "moonadm.core"
+local config = require "config"
+local data = require "join.data"
+local discovery = require "join.discovery"
+local fs = require "moonadm.fs"
+local kubelet = require "kubelet"
+local kubeconfig = require "kube.kubeconfig"
+local log = require "log"
+local runtime = require "runtime"
+local yaml = require "moonadm.yaml"
+
+local M = {}
+
+M.BOOTSTRAP = "/etc/kubernetes/bootstrap-kubelet.conf"
+M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+
+local function timeout(ctx, name, default)
+  local t = (ctx.cfg.join.timeouts or {})[name]
+  return (t and config.duration_seconds(t)) or default
+end
+
+function M.local_url(ctx)
+  local ep = ctx.cfg.init.localAPIEndpoint or {}
+  local addr = require("manifests.pod").advertise_address(ctx)
+  local host = addr:find(":", 1, true) and ("[" .. addr .. "]") or addr
+  return ("https://%s:%d"):format(host, ep.bindPort or 6443)
+end
+
+-- Does this join's kubelet talk to its own local kube-apiserver (KEP-4471)? For a control plane:
+-- yes under ControlPlaneKubeletLocalMode, unless `--kubelet-server endpoint|local` (a moonadm
+-- experiment) says otherwise.
+function M.local_server(ctx)
+  if not data.is_control_plane(ctx) then return false end
+  local choice = ctx.flags and ctx.flags["kubelet-server"]
+  if choice == "local" then return true end
+  if choice == "endpoint" then return false end
+  return ctx:gate("ControlPlaneKubeletLocalMode")
+end
+
+-- Does this node run a local (stacked) etcd member?
+function M.local_etcd(ctx)
+  local cluster = ctx.cfg and ctx.cfg.cluster or {}
+  return data.is_control_plane(ctx) and not (cluster.etcd or {}).external
+end
+
+function M.start(ctx)
+  local r = ctx.data.discovery or error("[kubelet-start] no discovery result: run the whole join flow", 0)
+  local cluster = ctx.cfg.cluster
+  local server = r.server
+  if M.local_server(ctx) then server = M.local_url(ctx) end
+  local kc = discovery.bootstrap_kubeconfig(r, cluster.clusterName or "kubernetes", server)
+  ctx:write(M.BOOTSTRAP, yaml.encode(kc), "0600")
+  local ca_path = ctx.cfg.join.caCertPath or "/etc/kubernetes/pki/ca.crt"
+  if not ctx:exists(ca_path) then ctx:write(ca_path, r.ca_pem, "0644") end
+  -- A Ready Node with this name means another machine already is this node.
+  local name = require("manifests.pod").node_name(ctx)
+  local node = ctx.data.bootstrap_client:get { apiVersion = "v1", kind = "Node", name = name }
+  if node then
+    for _, c in ipairs(node.status and node.status.conditions or {}) do
+      if c.type == "Ready" and c.status == "True" then
+        error(("a Node with name %q and status \"Ready\" already exists in the cluster. You must delete the existing Node or change the name of this new joining Node"):format(name), 0)
+      end
+    end
+  end
+  local rt = runtime.for_ctx(ctx)
+  if not ctx.dry_run then rt.stop_kubelet(ctx) end
+  kubelet.write_files(ctx, { taints_as_flags = not data.is_control_plane(ctx) })
+  log.info("[kubelet-start] Starting the kubelet")
+  if not ctx.dry_run then rt.start_kubelet(ctx) end
+end
+
+-- kubeadm's kubelet-wait-bootstrap: kubelet healthz, then a usable kubelet.conf, then the bootstrap
+-- kubeconfig goes.
+function M.wait_bootstrap(ctx)
+  if ctx.dry_run then
+    log.info("[dryrun] Would wait for the kubelet's TLS bootstrap")
+    return
+  end
+  local rt = runtime.for_ctx(ctx)
+  local health = timeout(ctx, "kubeletHealthCheck", 240)
+  log.info("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to %s", require("cluster.api").go_duration(health))
+  local t0 = core.monotonic()
+  while not rt.kubelet_healthy(ctx) do
+    if core.monotonic() - t0 > health then error("[kubelet-check] the kubelet is not healthy after " .. health .. "s", 0) end
+    core.sleep(0.5)
+  end
+  log.info("[kubelet-check] The kubelet is healthy after %dms", math.floor((core.monotonic() - t0) * 1000))
+  log.info("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
+  local tls = timeout(ctx, "tlsBootstrap", 300)
+  t0 = core.monotonic()
+  while true do
+    local text = fs.read(M.KUBELET_CONF)
+    if text then
+      local opts = kubeconfig.parse(text, { filename = M.KUBELET_CONF, read = function(p) return fs.read(p) end })
+      if opts and (opts.cert_pem or opts.token) then break end
+    end
+    if core.monotonic() - t0 > tls then
+      error(("[kubelet-start] timed out after %ds waiting for the kubelet's TLS bootstrap (%s)"):format(tls, M.KUBELET_CONF), 0)
+    end
+    core.sleep(0.25)
+  end
+  fs.remove(M.BOOTSTRAP)
+  if not ctx:gate("NodeLocalCRISocket") then
+    local c = require("cluster.api").from_kubeconfig(ctx, M.KUBELET_CONF)
+    local name = require("manifests.pod").node_name(ctx)
+    local socket = require("kubelet.cri").socket(ctx)
+    c:patch({ apiVersion = "v1", kind = "Node", name = name },
+      { metadata = { annotations = { ["kubeadm.alpha.kubernetes.io/cri-socket"] = socket } } }, { type = "merge" })
+    c:close()
+  end
+end
+
+return M
