@@ -179,4 +179,34 @@ describe("stock flows", function()
       end
     end
   end)
+
+  it("refuses the old join order with a kubelet that talks to its own apiserver, explaining why (KEP-4471)", function()
+    local function cp_ctx(gate, kubelet_server)
+      return { gates = { ControlPlaneKubeletLocalMode = gate }, flags = { ["kubelet-server"] = kubelet_server },
+        cfg = { join = { controlPlane = {} }, cluster = {} },
+        gate = function(self, g) return self.gates[g] == true end }
+    end
+    local function check(ctx)
+      package.loaded["flows.join"] = nil
+      local nodes = runner.resolve(require("flows.join"), ctx)
+      return runner.check(nodes, ctx)
+    end
+    assert.is_true(check(cp_ctx(true)))                 -- stock order, local kubelet: fine
+    assert.is_true(check(cp_ctx(false)))                -- old order, endpoint kubelet: fine
+    local ok, err = check(cp_ctx(false, "local"))       -- old order, local kubelet: never finishes
+    assert.is_nil(ok)
+    assert.matches('"kubelet-start" requires "local-etcd", which phase "control-plane-join/etcd" provides only later', err, 1, true)
+    assert.matches("would never end", err, 1, true)
+    -- a reordered stock flow that waits for the bootstrap before joining etcd is refused too
+    package.loaded["flows.join"] = nil
+    local f = require("flows.join")
+    local wait = require("phases.join.kubelet-wait-bootstrap")
+    f:remove("kubelet-wait-bootstrap")
+    f:insert(require("phase").when(require("phase").gate("ControlPlaneKubeletLocalMode", true), wait), { before = "etcd-join" })
+    local ctx = cp_ctx(true)
+    ok, err = runner.check(runner.resolve(f, ctx), ctx)
+    assert.is_nil(ok)
+    assert.matches('"kubelet-wait-bootstrap" requires "local-etcd", which phase "etcd-join" provides only later', err, 1, true)
+    package.loaded["flows.join"] = nil
+  end)
 end)
