@@ -1,6 +1,168 @@
--- `moonadm token`: lands with its own issue; until then it says so and exits 3.
-local errors = require "errors"
+-- `moonadm token create|list|delete|generate`: kubeadm's `token` family over the API client
+-- (scripts/cluster/tokens.lua): the same Secrets, flags and output formats.
+local common = require "commands.common"
+local config = require "config"
+local flags_mod = require "flags"
+local fs = require "moonadm.fs"
+local log = require "log"
+local tokens = require "cluster.tokens"
+local joincmd = require "cluster.joincmd"
 
-return {
-  main = function(argv) errors.not_implemented("token " .. table.concat(argv, " ")) end,
+local M = {}
+
+local KUBECONFIG = { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf",
+  help = "The kubeconfig file to use when talking to the cluster. If the flag is not set, a set of standard locations can be searched for an existing kubeconfig file." }
+local DRY = { name = "dry-run", type = "bool", help = "Whether to enable dry-run mode or not" }
+
+local subs = {
+  { "create", "Create bootstrap tokens on the server", {
+    { name = "certificate-key", type = "string", help = "When used together with '--print-join-command', print the full 'moonadm join' flag needed to join the cluster as a control-plane. To create a new certificate key you must use 'moonadm init phase upload-certs --upload-certs'." },
+    { name = "config", type = "string", help = "Path to a kubeadm configuration file." },
+    { name = "description", type = "string", help = "A human friendly description of how this token is used." },
+    { name = "groups", type = "list", default = { tokens.DEFAULT_GROUP }, help = "Extra groups that this token will authenticate as when used for authentication. Must match \"\\\\Asystem:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]\\\\z\"" },
+    { name = "print-join-command", type = "bool", help = "Instead of printing only the token, print the full 'moonadm join' flag needed to join the cluster using the token." },
+    { name = "ttl", type = "string", default = "24h0m0s", help = "The duration before the token is automatically deleted (e.g. 1s, 2m, 3h). If set to '0', the token will never expire" },
+    { name = "usages", type = "list", default = { "signing", "authentication" }, help = "Describes the ways in which this token can be used. You can pass --usages multiple times or provide a comma separated list of options. Valid options: [signing,authentication]" },
+  } },
+  { "delete", "Delete bootstrap tokens on the server", {} },
+  { "generate", "Generate and print a bootstrap token, but do not create it on the server", {} },
+  { "list", "List bootstrap tokens on the server", {
+    { name = "output", short = "o", type = "string", default = "text", help = "Output format. One of: text|json|yaml|go-template|go-template-file|template|templatefile|jsonpath|jsonpath-as-json|jsonpath-file." },
+    { name = "allow-missing-template-keys", type = "bool", default = true, help = "If true, ignore any errors in templates when a field or map key is missing in the template." },
+    { name = "show-managed-fields", type = "bool", help = "If true, keep the managedFields when printing objects in JSON or YAML format." },
+  } },
 }
+
+local function usage()
+  local out = { "This command manages bootstrap tokens. It is optional and needed only for advanced use cases.", "",
+    "Usage:", "  moonadm token [flags]", "  moonadm token [command]", "", "Available Commands:" }
+  for _, s in ipairs(subs) do out[#out + 1] = ("  %-10s %s"):format(s[1], s[2]) end
+  out[#out + 1] = ""
+  out[#out + 1] = "Flags:"
+  out[#out + 1] = flags_mod.usage(common.flags(common.global, { KUBECONFIG, DRY }))
+  return table.concat(out, "\n")
+end
+
+local function client(flags)
+  local path = flags.kubeconfig or KUBECONFIG.default
+  local c, err = require("kube.client").from_kubeconfig(fs.path(path), { timeout = 60 })
+  if not c then error(("failed to load admin kubeconfig: %s"):format(tostring(err)), 0) end
+  return c, path
+end
+
+local function create(flags, args)
+  local bt = { description = flags.description, usages = flags.usages, groups = flags.groups, ttl = flags.ttl }
+  if flags.config then
+    local cfg, err = config.load { kind = "init", files = { flags.config }, flags = {} }
+    if not cfg then error(err, 0) end
+    local b = cfg.init and cfg.init.bootstrapTokens and cfg.init.bootstrapTokens[1] or {}
+    for k, v in pairs(b) do if bt[k] == nil or k == "token" then bt[k] = v end end
+  end
+  if args[1] then bt.token = args[1] end
+  if flags.ttl and not config.duration_seconds(flags.ttl) then
+    error(("invalid argument %q for \"--ttl\" flag: time: invalid duration %q"):format(flags.ttl, flags.ttl), 0)
+  end
+  local t = tokens.normalize(bt)
+  if flags["dry-run"] then
+    log.info("[dryrun] Would create Secret %s/bootstrap-token-%s", tokens.NS, t.id)
+  else
+    local c = client(flags)
+    tokens.create_tokens({ dry_run = false }, c, { t }, true)
+  end
+  if flags["print-join-command"] then
+    local kc, err = require("kube.kubeconfig").load(fs.path(flags.kubeconfig or KUBECONFIG.default))
+    if not kc then error(tostring(err), 0) end
+    local o = { endpoint = joincmd.endpoint(kc.server), token = t.token, hashes = joincmd.hashes(kc.ca_pem) }
+    if flags["certificate-key"] and flags["certificate-key"] ~= "" then
+      o.control_plane, o.certificate_key = true, flags["certificate-key"]
+    end
+    log.result(joincmd.one_line(joincmd.text(o)))
+  else
+    log.result(t.token)
+  end
+  return 0
+end
+
+local function list_tokens(flags)
+  local c = client(flags)
+  local got, err = c:list({ apiVersion = "v1", kind = "Secret", namespace = tokens.NS },
+    { field_selector = "type=" .. tokens.TYPE })
+  if not got then error("failed to list bootstrap tokens: " .. tostring(err), 0) end
+  local out = {}
+  for _, s in ipairs(got.items) do
+    local t, terr = tokens.from_secret(s)
+    if t then out[#out + 1] = t else log.warn("%s", terr) end
+  end
+  local o = flags.output or "text"
+  if o == "text" or o == "" then
+    if #out == 0 then return 0 end
+    io.stdout:write(tokens.list_text(out, os.time()))
+  elseif o == "json" or o == "yaml" then
+    for _, t in ipairs(out) do
+      local obj = { kind = "BootstrapToken", apiVersion = "output.kubeadm.k8s.io/v1alpha3",
+        token = t.token, description = t.description, usages = t.usages, groups = t.groups,
+        expires = t.expires and tokens.rfc3339(t.expires) or nil, creationTimestamp = nil }
+      if o == "json" then io.stdout:write(require("kube.json").encode(obj), "\n")
+      else io.stdout:write(require("moonadm.yaml").encode(obj)) end
+    end
+  else
+    error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text,yaml"):format(o), 0)
+  end
+  return 0
+end
+
+local function delete(flags, args)
+  if #args == 0 then error("missing argument; 'token delete' is missing token of form \"[a-z0-9]{6}\" or \"[a-z0-9]{6}\\.[a-z0-9]{16}\"", 0) end
+  local c = client(flags)
+  for _, a in ipairs(args) do
+    local id = a:match("^([a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9])$")
+    if not id then id = tokens.parse(a) end
+    if not id then
+      error(("given token didn't match pattern %q or %q"):format("[a-z0-9]{6}", "[a-z0-9]{6}\\.[a-z0-9]{16}"), 0)
+    end
+    local name = "bootstrap-token-" .. id
+    if flags["dry-run"] then
+      log.info("[dryrun] Would delete Secret %s/%s", tokens.NS, name)
+    else
+      local ok, err = c:delete({ apiVersion = "v1", kind = "Secret", namespace = tokens.NS, name = name })
+      if not ok then error(("failed to delete bootstrap token %q: %s"):format(id, tostring(err)), 0) end
+    end
+    log.result(("bootstrap token %q deleted"):format(id))
+  end
+  return 0
+end
+
+function M.main(argv)
+  local sub = argv[1]
+  local entry
+  for _, s in ipairs(subs) do if s[1] == sub then entry = s end end
+  if not entry then
+    local spec = common.flags(common.global, { KUBECONFIG, DRY })
+    local flags = flags_mod.parse(spec, argv)
+    if sub and not sub:match("^%-") then error(("unknown command %q for \"moonadm token\""):format(sub), 0) end
+    if flags then common.setup(flags) end
+    log.result(usage())
+    return 0
+  end
+  local spec = common.flags(common.global, { KUBECONFIG, DRY }, entry[3])
+  local flags, args = flags_mod.parse(spec, table.move(argv, 2, #argv, 1, {}))
+  if not flags then error(args, 0) end
+  common.setup(flags)
+  if flags.help then
+    log.result(("%s\n\nUsage:\n  moonadm token %s [flags]\n\nFlags:\n%s"):format(entry[2], entry[1], flags_mod.usage(spec)))
+    return 0
+  end
+  if sub == "generate" then
+    log.result(tokens.generate())
+    return 0
+  elseif sub == "create" then
+    if #args > 1 then error("accepts at most 1 arg(s), received " .. #args, 0) end
+    return create(flags, args)
+  elseif sub == "list" then
+    return list_tokens(flags)
+  else
+    return delete(flags, args)
+  end
+end
+
+return M

@@ -1,12 +1,11 @@
 -- init phase "kubelet-finalize": Updates settings relevant to the kubelet after TLS bootstrap.
--- Its body lands with the init issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- kubelet.conf switched to the rotating client certificate (scripts/cluster/kubeletfinalize.lua).
 
 return {
   name = "kubelet-finalize",
   desc = "Updates settings relevant to the kubelet after TLS bootstrap",
   requires = { "kubelet-started" },
   children = {
-    { name = "enable-client-cert-rotation", desc = "Enable kubelet client certificate rotation", run = phase.todo("kubelet-finalize/enable-client-cert-rotation") },
+    { name = "enable-client-cert-rotation", desc = "Enable kubelet client certificate rotation", run = function(ctx) require("cluster.kubeletfinalize").run(ctx) end },
   },
 }

@@ -1,10 +1,9 @@
 -- init phase "mark-control-plane": Mark a node as a control-plane.
--- Its body lands with the init issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- Labels and taints this node once the kubelet registered it (scripts/cluster/node.lua).
 
 return {
   name = "mark-control-plane",
   desc = "Mark a node as a control-plane",
   requires = { "local-apiserver" },
-  run = phase.todo("mark-control-plane"),
+  run = function(ctx) require("cluster.node").mark_control_plane(ctx) end,
 }

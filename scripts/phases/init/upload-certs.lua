@@ -1,10 +1,10 @@
 -- init phase "upload-certs": Upload certificates to kubeadm-certs.
--- Its body lands with the init issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- Only with --upload-certs (scripts/cluster/certsupload.lua).
 
 return {
   name = "upload-certs",
   desc = "Upload certificates to kubeadm-certs",
   requires = { "local-apiserver", "pki" },
-  run = phase.todo("upload-certs"),
+  always_run = true, -- a generated certificate key exists only in the run that uploads with it
+  run = function(ctx) require("cluster.certsupload").run(ctx) end,
 }

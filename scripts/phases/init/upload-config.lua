@@ -1,6 +1,5 @@
 -- init phase "upload-config": Upload the kubeadm and kubelet configuration to a ConfigMap.
--- Its body lands with the init issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- kubeadm-config, kubelet-config and their RBAC (scripts/cluster/uploadconfig.lua).
 
 return {
   name = "upload-config",
@@ -8,7 +7,7 @@ return {
   requires = { "local-apiserver" },
   provides = { "cluster-config" },
   children = {
-    { name = "kubeadm", desc = "Upload the kubeadm ClusterConfiguration to a ConfigMap", run = phase.todo("upload-config/kubeadm") },
-    { name = "kubelet", desc = "Upload the kubelet component config to a ConfigMap", run = phase.todo("upload-config/kubelet") },
+    { name = "kubeadm", desc = "Upload the kubeadm ClusterConfiguration to a ConfigMap", run = function(ctx) require("cluster.uploadconfig").upload_kubeadm(ctx) end },
+    { name = "kubelet", desc = "Upload the kubelet component config to a ConfigMap", run = function(ctx) require("cluster.uploadconfig").upload_kubelet(ctx) end },
   },
 }

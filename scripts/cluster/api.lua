@@ -1,0 +1,134 @@
+-- The API client init's cluster-side phases share (ctx.data.client), built once from admin.conf as
+-- kubeadm's initData.Client() does: the first use ensures the kubeadm:cluster-admins binding
+-- (cluster/admin.lua) so admin.conf has its rights. Also the helpers every phase needs: timeouts
+-- from the config, create-or-update with kubeadm-style logging, and --dry-run printing instead of
+-- mutating calls.
+local fs = require "moonadm.fs"
+local client = require "kube.client"
+local config = require "config"
+local C = require "config.constants"
+local log = require "log"
+
+local M = {}
+
+M.ADMIN_CONF = "/etc/kubernetes/admin.conf"
+M.SUPER_ADMIN_CONF = "/etc/kubernetes/super-admin.conf"
+
+-- A timeout of the running command's config, in seconds.
+function M.timeout(ctx, name)
+  local doc = ctx.cfg and (ctx.cfg.init or ctx.cfg.join) or {}
+  local t = doc.timeouts and doc.timeouts[name] or C.timeouts[name]
+  return config.duration_seconds(t) or config.duration_seconds(C.timeouts[name])
+end
+
+-- A client from a kubeconfig under the root, with the API-call timeout as its retry deadline.
+function M.from_kubeconfig(ctx, path, opts)
+  opts = opts or {}
+  opts.timeout = opts.timeout or M.timeout(ctx, "kubernetesAPICall")
+  local c, err = client.from_kubeconfig(fs.path(path), opts)
+  if not c then error(("building an API client from %s: %s"):format(path, tostring(err)), 0) end
+  return c
+end
+
+-- The admin client of this run (created once; kubeadm:cluster-admins ensured on first use).
+function M.admin(ctx)
+  if ctx.data.client then return ctx.data.client end
+  if ctx.data.client_override then ctx.data.client = ctx.data.client_override return ctx.data.client end
+  local c = require("cluster.admin").ensure(ctx)
+  ctx.data.client = c
+  return c
+end
+
+-- The ref text of an object for messages: Kind ns/name.
+function M.describe(obj)
+  local md = obj.metadata or {}
+  return ("%s %s%s"):format(obj.kind, md.namespace and (md.namespace .. "/") or "", md.name)
+end
+
+-- Creates or updates obj (dry run: prints it). Raises on failure. Returns the live object, how.
+function M.apply(ctx, c, obj, opts)
+  if ctx.dry_run then
+    log.info("[dryrun] Would create or update %s", M.describe(obj))
+    return obj, "dry-run"
+  end
+  local live, how
+  if obj.kind == "Service" then
+    -- a second create of a Service with a fixed clusterIP fails with 422 (IP allocated) before
+    -- the 409, so look first and update in place (keeping the live resourceVersion)
+    live, how = M.update_service(c, obj)
+  else
+    live, how = c:create_or_update(obj, opts)
+  end
+  if not live then error(("creating or updating %s: %s"):format(M.describe(obj), tostring(how)), 0) end
+  log.v(2, "%s %s", M.describe(obj), how)
+  return live, how
+end
+
+function M.update_service(c, obj)
+  local live, err = c:get(obj)
+  if not live then
+    if err.code ~= 404 then return nil, err end
+    local got, cerr = c:create(obj)
+    if got then return got, "created" end
+    if cerr.code ~= 409 and cerr.code ~= 422 then return nil, cerr end
+    live, err = c:get(obj)
+    if not live then return nil, err end
+  end
+  local upd = {}
+  for k, v in pairs(obj) do upd[k] = v end
+  upd.metadata = {}
+  for k, v in pairs(obj.metadata or {}) do upd.metadata[k] = v end
+  upd.metadata.resourceVersion = live.metadata.resourceVersion
+  local got, uerr = c:update(upd)
+  if not got then return nil, uerr end
+  return got, "updated"
+end
+
+-- Creates obj unless it exists (then the live one is returned untouched).
+function M.ensure(ctx, c, obj)
+  if ctx.dry_run then
+    log.info("[dryrun] Would create %s if it does not exist", M.describe(obj))
+    return obj, "dry-run"
+  end
+  local live, how = c:get_or_create(obj)
+  if not live then error(("creating %s: %s"):format(M.describe(obj), tostring(how)), 0) end
+  return live, how
+end
+
+-- Polls f() every interval seconds until it returns a truthy value or the deadline passes.
+-- f returns value | nil, last_error. Raises "timed out waiting for WHAT: last error".
+function M.poll(what, timeout, interval, f)
+  local core = require "moonadm.core"
+  local deadline = core.now() + timeout
+  local last
+  while true do
+    local v, err = f()
+    if v then return v end
+    last = err or last
+    if core.now() >= deadline then
+      error(("timed out waiting for %s after %s%s"):format(what, M.go_duration(timeout),
+        last and (": " .. tostring(last)) or ""), 0)
+    end
+    core.sleep(interval)
+  end
+end
+
+-- Go's time.Duration String() for a number of seconds ("501.829165ms", "4.001s", "1m30s").
+function M.go_duration(s)
+  if s == 0 then return "0s" end
+  local ns = math.floor(s * 1e9 + 0.5)
+  local function trim(x) return (x:gsub("%.?0+$", "")) end
+  if ns < 1000 then return ns .. "ns" end
+  if ns < 1000000 then return trim(("%.3f"):format(ns / 1e3)) .. "µs" end
+  if ns < 1000000000 then return trim(("%.6f"):format(ns / 1e6)) .. "ms" end
+  local h = ns // 3600000000000
+  local rem = ns - h * 3600000000000
+  local m = rem // 60000000000
+  rem = rem - m * 60000000000
+  local sec = trim(("%.9f"):format(rem / 1e9))
+  if h > 0 then return ("%dh%dm%ss"):format(h, m, sec) end
+  if m > 0 then return ("%dm%ss"):format(m, sec) end
+  return sec .. "s"
+end
+
+return M

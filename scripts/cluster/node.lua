@@ -1,0 +1,110 @@
+-- This node's Node object: wait until the kubelet has registered it (polling within the API-call
+-- timeout, as kubeadm's PatchNode retries), then patch it with optimistic concurrency. Also the
+-- mark-control-plane labels and taints.
+local core = require "moonadm.core"
+local json = require "kube.json"
+local log = require "log"
+local capi = require "cluster.api"
+
+local M = {}
+
+M.LABELS = { "node-role.kubernetes.io/control-plane", "node.kubernetes.io/exclude-from-external-load-balancers" }
+M.DEFAULT_TAINT = { key = "node-role.kubernetes.io/control-plane", effect = "NoSchedule" }
+
+function M.name(ctx) return require("manifests.pod").node_name(ctx) end
+
+-- mutate(node) returns a merge patch (carrying metadata.resourceVersion is added here) or nil when
+-- nothing is to change. Retries on 404 (not registered yet) and 409 until the API-call timeout.
+function M.patch(ctx, c, mutate, prefix)
+  local name = M.name(ctx)
+  if ctx.dry_run then
+    log.info("[dryrun] Would patch Node %q", name)
+    return
+  end
+  local timeout = capi.timeout(ctx, "kubernetesAPICall")
+  local t0 = core.now()
+  local deadline = t0 + timeout
+  local waited, last = false, nil
+  while true do
+    local node, err = c:get({ apiVersion = "v1", kind = "Node", name = name }, { timeout = 5 })
+    if node then
+      local p = mutate(node)
+      if not p then return node, "unchanged" end
+      p.metadata = p.metadata or {}
+      p.metadata.resourceVersion = node.metadata.resourceVersion
+      local got, perr = c:patch({ apiVersion = "v1", kind = "Node", name = name }, p, { type = "merge" })
+      if got then
+        if waited then log.v(1, "%s Node %q registered after %s", prefix or "", name, capi.go_duration(core.now() - t0)) end
+        return got, "patched"
+      end
+      if perr.code ~= 409 then error(("patching Node %q: %s"):format(name, tostring(perr)), 0) end
+      last = perr
+    elseif err.code == 404 then
+      if not waited then log.v(1, "%s waiting for the kubelet to register Node %q", prefix or "", name) end
+      waited, last = true, err
+    else
+      last = err
+    end
+    if core.now() >= deadline then
+      error(("error patching Node %q: timed out after %s waiting for it: %s"):format(name, capi.go_duration(timeout),
+        tostring(last)), 0)
+    end
+    core.sleep(0.25)
+  end
+end
+
+-- The taints to add: nodeRegistration.taints (nil → the default control-plane taint, [] → none).
+function M.taints(ctx)
+  local nr = (ctx.cfg.init or ctx.cfg.join or {}).nodeRegistration or {}
+  if nr.taints == nil then return { M.DEFAULT_TAINT } end
+  local out = {}
+  for _, t in ipairs(nr.taints) do out[#out + 1] = t end
+  return out
+end
+
+local function taint_text(t)
+  return t.key .. ((t.value and t.value ~= "") and ("=" .. t.value) or "") .. ":" .. t.effect
+end
+
+-- The merge patch that adds the labels and taints to a live node (nil when already there).
+function M.mark_patch(node, taints)
+  local labels = node.metadata.labels or {}
+  local plabels, changed = {}, false
+  for _, l in ipairs(M.LABELS) do
+    if labels[l] == nil then plabels[l] = ""; changed = true end
+  end
+  local have = (node.spec and node.spec.taints) or {}
+  local list = {}
+  for _, t in ipairs(have) do list[#list + 1] = t end
+  for _, t in ipairs(taints) do
+    local found = false
+    for _, h in ipairs(have) do
+      if h.key == t.key and h.effect == t.effect then found = true end
+    end
+    if not found then
+      list[#list + 1] = { key = t.key, value = t.value, effect = t.effect }
+      changed = true
+    end
+  end
+  if not changed then return nil end
+  local p = { metadata = {} }
+  if next(plabels) then p.metadata.labels = plabels end
+  if #list > #have then p.spec = { taints = json.array(list) } end
+  return p
+end
+
+function M.mark_control_plane(ctx)
+  local c = capi.admin(ctx)
+  local name = M.name(ctx)
+  local taints = M.taints(ctx)
+  log.info("[mark-control-plane] Marking the node %s as control-plane by adding the labels: [%s]", name,
+    table.concat(M.LABELS, " "))
+  if #taints > 0 then
+    local t = {}
+    for _, x in ipairs(taints) do t[#t + 1] = taint_text(x) end
+    log.info("[mark-control-plane] Marking the node %s as control-plane by adding the taints [%s]", name, table.concat(t, " "))
+  end
+  return M.patch(ctx, c, function(node) return M.mark_patch(node, taints) end, "[mark-control-plane]")
+end
+
+return M

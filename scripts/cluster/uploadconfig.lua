@@ -1,0 +1,80 @@
+-- upload-config: the kubeadm-config ConfigMap (ClusterConfiguration only: no ClusterStatus since
+-- KEP-2506, seed 001), the kubelet-config ConfigMap (the cluster-wide KubeletConfiguration, with
+-- kubeadm's component-config hash annotation when the user supplied none), and the Roles and
+-- RoleBindings that let joining nodes (bootstrap tokens) and nodes read them.
+local yaml = require "moonadm.yaml"
+local config = require "config"
+local log = require "log"
+local capi = require "cluster.api"
+local rbac = require "cluster.rbac"
+
+local M = {}
+
+M.NS = "kube-system"
+M.KUBEADM_CONFIG = "kubeadm-config"
+M.KUBELET_CONFIG = "kubelet-config"
+M.NODES_KUBEADM_CONFIG = "kubeadm:nodes-kubeadm-config"
+M.KUBELET_CONFIG_RBAC = "kubeadm:kubelet-config"
+M.BOOTSTRAPPERS = "system:bootstrappers:kubeadm:default-node-token"
+M.NODES = "system:nodes"
+M.HASH_ANNOTATION = "kubeadm.kubernetes.io/component-config.hash"
+
+-- kubeadm's ChecksumForConfigMap: sha256 over the data values in key order.
+function M.checksum(data)
+  local keys = {}
+  for k in pairs(data) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do parts[#parts + 1] = data[k] end
+  return "sha256:" .. require("moonadm.pki").sha256_hex(table.concat(parts))
+end
+
+function M.kubeadm_objects(cluster)
+  local text = config.encode_cluster(cluster)
+  return {
+    { apiVersion = "v1", kind = "ConfigMap", metadata = { name = M.KUBEADM_CONFIG, namespace = M.NS },
+      data = { ClusterConfiguration = text } },
+    rbac.role(M.NS, M.NODES_KUBEADM_CONFIG, { rbac.rule({ "" }, { "configmaps" }, { "get" }, { M.KUBEADM_CONFIG }) }),
+    rbac.role_binding(M.NS, M.NODES_KUBEADM_CONFIG, M.NODES_KUBEADM_CONFIG,
+      { rbac.group(M.BOOTSTRAPPERS), rbac.group(M.NODES) }),
+  }
+end
+
+function M.kubelet_objects(cluster, user_kubelet)
+  local kcfg = require("kubelet.config").build(cluster, user_kubelet)
+  local data = { kubelet = yaml.encode(kcfg) }
+  local cm = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = M.KUBELET_CONFIG, namespace = M.NS },
+    data = data }
+  if not user_kubelet then cm.metadata.annotations = { [M.HASH_ANNOTATION] = M.checksum(data) } end
+  return {
+    cm,
+    rbac.role(M.NS, M.KUBELET_CONFIG_RBAC, { rbac.rule({ "" }, { "configmaps" }, { "get" }, { M.KUBELET_CONFIG }) }),
+    rbac.role_binding(M.NS, M.KUBELET_CONFIG_RBAC, M.KUBELET_CONFIG_RBAC,
+      { rbac.group(M.NODES), rbac.group(M.BOOTSTRAPPERS) }),
+  }
+end
+
+function M.upload_kubeadm(ctx)
+  local c = capi.admin(ctx)
+  log.info("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", M.KUBEADM_CONFIG, M.NS)
+  for _, o in ipairs(M.kubeadm_objects(ctx.cfg.cluster)) do capi.apply(ctx, c, o) end
+end
+
+function M.upload_kubelet(ctx)
+  local c = capi.admin(ctx)
+  log.info("[kubelet] Creating a ConfigMap %q in namespace %s with the configuration for the kubelets in the cluster",
+    M.KUBELET_CONFIG, M.NS)
+  for _, o in ipairs(M.kubelet_objects(ctx.cfg.cluster, ctx.cfg.kubelet)) do capi.apply(ctx, c, o) end
+  if not ctx:gate("NodeLocalCRISocket") then
+    -- the old way: the CRI socket as an annotation on this node's Node object
+    local node = require("cluster.node")
+    local socket = require("kubelet.cri").socket(ctx)
+    node.patch(ctx, c, function(n)
+      n.metadata.annotations = n.metadata.annotations or {}
+      if n.metadata.annotations["kubeadm.alpha.kubernetes.io/cri-socket"] == socket then return nil end
+      return { metadata = { annotations = { ["kubeadm.alpha.kubernetes.io/cri-socket"] = socket } } }
+    end, "[upload-config]")
+  end
+end
+
+return M

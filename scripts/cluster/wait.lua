@@ -1,0 +1,157 @@
+-- wait-control-plane as kubeadm v1.35: the kubelet's healthz first, then every control-plane
+-- component's health endpoint read from its static Pod manifest (the removed
+-- WaitForAllControlPlaneComponents gate's behaviour, always on):
+--   kube-apiserver           https://<advertise-address>:<secure-port>/livez
+--   kube-controller-manager  https://<bind-address|127.0.0.1>:<secure-port|10257>/healthz
+--   kube-scheduler           https://<bind-address|127.0.0.1>:<secure-port|10259>/livez
+-- polled together every M.INTERVAL seconds (kubeadm: 500 ms) with TLS verification off — these
+-- endpoints serve self-signed certificates, carry no credentials and decide no trust (SECURITY.md).
+-- At -v 1 each success says how soon it was noticed: the gap since the last failing probe bounds
+-- the time between the component becoming healthy and this wait seeing it.
+local api = require "moonadm.api"
+local core = require "moonadm.core"
+local yaml = require "moonadm.yaml"
+local log = require "log"
+local capi = require "cluster.api"
+
+local M = {}
+
+M.INTERVAL = tonumber(os.getenv("MOONADM_WAIT_INTERVAL") or "") or 0.1
+M.MANIFESTS = "/etc/kubernetes/manifests"
+
+-- "--name=value", "-name=value" or "--name value" → value (last wins), as kubeadm's parser.
+function M.arg(command, name)
+  local v
+  for i, a in ipairs(command or {}) do
+    local n, val = a:match("^%-%-?([^=]+)=(.*)$")
+    if n == name then v = val
+    elseif (a == "--" .. name or a == "-" .. name) and command[i + 1] then v = command[i + 1] end
+  end
+  return v
+end
+
+local function host_port(host, port)
+  if host:find(":", 1, true) then return ("[%s]:%s"):format(host, port) end
+  return host .. ":" .. port
+end
+
+-- The endpoints to check, from the manifests text (name -> text). Raises when one is unreadable.
+function M.components(read_manifest)
+  local defs = {
+    { name = "kube-apiserver", file = "kube-apiserver.yaml", path = "/livez" },
+    { name = "kube-controller-manager", file = "kube-controller-manager.yaml", path = "/healthz", port = "10257" },
+    { name = "kube-scheduler", file = "kube-scheduler.yaml", path = "/livez", port = "10259" },
+  }
+  local out = {}
+  for _, d in ipairs(defs) do
+    local text, err = read_manifest(d.file)
+    if not text then error(("could not read the static Pod manifest of %s: %s"):format(d.name, err), 0) end
+    local docs, derr = yaml.decode(text, d.file)
+    if not docs then error(derr, 0) end
+    local pod = docs[1] or {}
+    local c = pod.spec and pod.spec.containers and pod.spec.containers[1]
+    if not c then error(("%s: no container in the static Pod manifest"):format(d.file), 0) end
+    local cmd = {}
+    for _, a in ipairs(c.command or {}) do cmd[#cmd + 1] = tostring(a) end
+    for _, a in ipairs(c.args or {}) do cmd[#cmd + 1] = tostring(a) end
+    local host, port
+    if d.name == "kube-apiserver" then
+      host = M.arg(cmd, "advertise-address")
+      port = M.arg(cmd, "secure-port") or "6443"
+      if not host then error("kube-apiserver.yaml: no --advertise-address to check", 0) end
+    else
+      host = M.arg(cmd, "bind-address") or "127.0.0.1"
+      port = M.arg(cmd, "secure-port") or d.port
+    end
+    out[#out + 1] = { name = d.name, url = "https://" .. host_port(host, port) .. d.path,
+      server = "https://" .. host_port(host, port), path = d.path }
+  end
+  return out
+end
+
+-- Polls the kubelet's health until it answers or timeout seconds pass.
+function M.kubelet(ctx, rt, timeout)
+  log.info("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to %s",
+    capi.go_duration(timeout))
+  local t0 = core.now()
+  local deadline = t0 + timeout
+  while not rt.kubelet_healthy(ctx) do
+    if core.now() >= deadline then
+      error(("The kubelet is not healthy after %s\n\nUnfortunately, an error has occurred, likely caused by:\n" ..
+        "\t- The kubelet is not running\n\t- The kubelet is unhealthy due to a misconfiguration of the node in some way"):format(
+        capi.go_duration(timeout)), 0)
+    end
+    core.sleep(M.INTERVAL)
+  end
+  log.info("[kubelet-check] The kubelet is healthy after %s", capi.go_duration(core.now() - t0))
+end
+
+-- Polls every component until each answers 200 or timeout seconds pass. Returns a table
+-- name -> {after = seconds, noticed_within = seconds, probes = n}.
+function M.components_healthy(comps, timeout, opts)
+  opts = opts or {}
+  log.info("[control-plane-check] Waiting for healthy control plane components. This can take up to %s",
+    capi.go_duration(timeout))
+  for _, c in ipairs(comps) do
+    log.info("[control-plane-check] Checking %s at %s", c.name, c.url)
+    c.handle = assert(api.new { server = c.server, insecure = true, connect_timeout = 1, timeout = 2,
+      user_agent = "moonadm/control-plane-check" })
+    c.probes = 0
+  end
+  local t0 = core.now()
+  local deadline = t0 + timeout
+  local pending, result = #comps, {}
+  while pending > 0 do
+    for _, c in ipairs(comps) do
+      if not c.ok then
+        local resp, err = c.handle:request { method = "GET", path = c.path, timeout = 2 }
+        local now = core.now()
+        c.probes = c.probes + 1
+        if resp and resp.status == 200 then
+          c.ok, pending = true, pending - 1
+          local r = { after = now - t0, noticed_within = c.last_fail and (now - c.last_fail) or 0, probes = c.probes }
+          result[c.name] = r
+          log.info("[control-plane-check] %s is healthy after %s", c.name, capi.go_duration(r.after))
+          log.v(1, "[control-plane-check] %s: healthy at most %s before this wait noticed it (%d probes, every %s)",
+            c.name, capi.go_duration(r.noticed_within), c.probes, capi.go_duration(M.INTERVAL))
+        else
+          c.last_fail = now
+          c.last_err = resp and ("HTTP " .. resp.status) or tostring(err)
+        end
+      end
+    end
+    if pending == 0 then break end
+    if core.now() >= deadline then
+      local bad = {}
+      for _, c in ipairs(comps) do
+        if not c.ok then bad[#bad + 1] = ("%s check failed at %s: %s"):format(c.name, c.url, c.last_err or "no answer") end
+      end
+      for _, c in ipairs(comps) do c.handle:close() end
+      error(("[control-plane-check] Control plane components are not healthy after %s:\n%s\n\n" ..
+        "A control plane component may have crashed or exited when started by the container runtime.\n" ..
+        "To troubleshoot, list all containers using your preferred container runtimes CLI."):format(
+        capi.go_duration(timeout), table.concat(bad, "\n")), 0)
+    end
+    core.sleep(opts.interval or M.INTERVAL)
+  end
+  for _, c in ipairs(comps) do c.handle:close() end
+  return result
+end
+
+-- The whole wait-control-plane phase.
+function M.run(ctx)
+  local rt = require("runtime").for_ctx(ctx)
+  local mdir = M.MANIFESTS
+  log.info("[wait-control-plane] Waiting for the kubelet to boot up the control plane as static Pods from directory %q", mdir)
+  if ctx.dry_run then
+    log.info("[dryrun] Would wait for the kubelet and the control plane components to be healthy")
+    return
+  end
+  M.kubelet(ctx, rt, capi.timeout(ctx, "kubeletHealthCheck"))
+  local comps = M.components(function(f) return ctx:read(mdir .. "/" .. f) end)
+  local r = M.components_healthy(comps, capi.timeout(ctx, "controlPlaneComponentHealthCheck"))
+  ctx.data.wait_result = r
+  return r
+end
+
+return M
