@@ -106,7 +106,7 @@ function M.build(ctx, opts)
       startup = pod.probe("startup", host, "/readyz", scheme, pod.health_check_seconds(ctx)),
     },
     annotations = { ["kubeadm.kubernetes.io/etcd.advertise-client-urls"] = ("https://%s"):format(pod.join_host_port(adv, 2379)) },
-    env = pod.env(loc.extraEnvs),
+    env = pod.env(loc.extraEnvs, true),
   }
 end
 

@@ -148,12 +148,13 @@ function M.ca_mounts()
 end
 
 -- Proxy variables of this process (kubeadm's GetProxyEnvVars) merged with extraEnvs: an extra env
--- with the same name replaces the proxy one. Returns a list or nil when empty.
-function M.env(extra)
+-- with the same name replaces the proxy one. Returns a list or nil when empty. no_proxy_vars: only
+-- extraEnvs (etcd: kubeadm's GetEtcdPodSpec copies no proxy variables; the reference kubeadm v1.35.4).
+function M.env(extra, no_proxy_vars)
   local env, idx = {}, {}
   local names = {}
   for _, n in ipairs { "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy" } do
-    local v = os.getenv(n)
+    local v = not no_proxy_vars and os.getenv(n)
     if v then names[#names + 1] = n end
   end
   table.sort(names)

@@ -316,6 +316,18 @@ describe("control-plane and etcd phases through the binary", function()
     h.rmrf(r2)
   end)
 
+  it("proxy variables go to the control-plane Pods, not etcd's (as the reference kubeadm v1.35.4)", function()
+    h.write(root .. "/kubeadm.yaml", cfg_text)
+    for _, ph in ipairs { { "control-plane", "apiserver" }, { "etcd", "local" } } do
+      local code, out, err = h.moonadm({ "init", "phase", ph[1], ph[2], "--root", root, "--config", root .. "/kubeadm.yaml" },
+        { HTTP_PROXY = "http://proxy.test:3128" })
+      assert.equal(0, code, out .. err)
+    end
+    local function env(c) return yaml.decode(h.read(root .. "/etc/kubernetes/manifests/" .. c .. ".yaml"))[1].spec.containers[1].env end
+    assert.same({ name = "HTTP_PROXY", value = "http://proxy.test:3128" }, env("kube-apiserver")[1])
+    assert.is_nil(env("etcd"))
+  end)
+
   it("external etcd: etcd local writes no manifest", function()
     h.write(root .. "/k.yaml", HEAD:format("10.0.0.5") .. "etcd:\n  external:\n    endpoints: [https://10.0.0.9:2379]\n")
     local code, out = h.moonadm { "init", "phase", "etcd", "local", "--root", root, "--config", root .. "/k.yaml" }
