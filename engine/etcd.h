@@ -1,0 +1,118 @@
+/* etcd member operations over etcd's v3 JSON gateway (grpc-gateway) on engine/http: a client for a
+ * list of client endpoints "https://IP:2379" with the etcd CA and a client certificate (kubeadm's
+ * healthcheck-client or apiserver-etcd-client). Each cluster call tries the endpoints in order until
+ * one answers (a transport failure, an HTTP 503 or a non-etcd answer moves on to the next one); an
+ * answer from etcd, success or error, ends the call. Member IDs are uint64 (the gateway writes them
+ * as JSON strings) and are never converted through a double.
+ * Errors name the endpoint(s) and etcd's own message:
+ *   "etcd: https://127.0.0.1:2379: member promote 8e9e05c52164694d: etcdserver: can only promote a
+ *    learner member which is in sync with leader (FailedPrecondition)"
+ * ma_err.code: the gRPC code of etcd's answer (1..16), or one of MA_ETCD_E*. The policy (retries,
+ * idempotence, promote loop) is Lua's: scripts/etcd/. */
+#ifndef MA_ETCD_H
+#define MA_ETCD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "err.h"
+
+typedef struct ma_etcd ma_etcd;
+
+enum ma_etcd_errkind {
+	MA_ETCD_EUNREACHABLE = 1000, /* no endpoint answered (transport failures on every endpoint) */
+	MA_ETCD_EPROTO,              /* an answer that is not what the gateway writes */
+	MA_ETCD_EOPTS,               /* bad options (no endpoint, not a PEM, bad URL) */
+	MA_ETCD_ETLS,                /* TLS failure (the last endpoint tried) */
+};
+/* "unreachable", "protocol", "options", "tls", or the gRPC code's name in snake case
+ * ("not_found", "failed_precondition", "invalid_argument", "unavailable", ...); "other" else. */
+const char *ma_etcd_errkind_name(int code);
+
+typedef struct ma_etcd_opts {
+	const char *const *endpoints; /* "https://127.0.0.1:2379", ...; at least one */
+	size_t n_endpoints;
+	const char *ca_pem;           /* etcd CA (PEM bytes) ... */
+	size_t ca_pem_len;
+	const char *ca_file;          /* ... or a CA file */
+	const char *cert_pem;         /* client certificate + key (PEM bytes); the key is a secret */
+	size_t cert_pem_len;
+	const char *key_pem;
+	size_t key_pem_len;
+	long dial_timeout_ms;         /* connect timeout per endpoint; 0: 2000 (kubeadm's dial timeout) */
+	long request_timeout_ms;      /* whole request per endpoint; 0: 5000 */
+} ma_etcd_opts;
+
+typedef struct ma_etcd_member {
+	uint64_t id;
+	char *name;          /* "" for a member that has not started yet (a fresh learner) */
+	char **peer_urls;
+	size_t n_peer_urls;
+	char **client_urls;
+	size_t n_client_urls;
+	int is_learner;
+} ma_etcd_member;
+
+/* The answer of list, add, promote and remove: the cluster's members in etcd's order. */
+typedef struct ma_etcd_members {
+	uint64_t cluster_id;
+	uint64_t member_id;      /* the member that answered */
+	uint64_t raft_term;
+	char *endpoint;          /* the endpoint that answered */
+	ma_etcd_member *v;
+	size_t n;
+	ma_etcd_member added;    /* member add: the new member (has_added) */
+	int has_added;
+} ma_etcd_members;
+
+typedef struct ma_etcd_status {
+	char *endpoint;
+	char *version;           /* "3.6.6" */
+	uint64_t member_id;      /* the answering member (header.member_id) */
+	uint64_t leader;         /* 0: no leader */
+	uint64_t raft_index, raft_term, raft_applied_index;
+	uint64_t db_size, db_size_in_use;
+	int is_learner;
+	char **errors;           /* alarms and errors etcd reports */
+	size_t n_errors;
+} ma_etcd_status;
+
+typedef struct ma_etcd_health {
+	char *endpoint;
+	int healthy;             /* {"health":"true"} */
+	char *reason;            /* etcd's reason when unhealthy ("" when none) */
+	long status;             /* HTTP status */
+} ma_etcd_health;
+
+ma_etcd *ma_etcd_new(const ma_etcd_opts *o, ma_err *e); /* copies everything; PEMs checked now */
+void ma_etcd_free(ma_etcd *c);                           /* wipes the key copy */
+size_t ma_etcd_endpoint_count(const ma_etcd *c);
+const char *ma_etcd_endpoint(const ma_etcd *c, size_t i);
+/* Appends an endpoint (kubeadm adds the new member's client URL after member add); a duplicate is
+ * ignored. 0 / -1. */
+int ma_etcd_add_endpoint(ma_etcd *c, const char *url, ma_err *e);
+
+/* Cluster calls, with endpoint failover. Fill *out (free with ma_etcd_members_free, also after a
+ * failure). 0 / -1. */
+int ma_etcd_member_list(ma_etcd *c, int linearizable, ma_etcd_members *out, ma_err *e);
+int ma_etcd_member_add(ma_etcd *c, const char *const *peer_urls, size_t n, int learner,
+		       ma_etcd_members *out, ma_err *e);
+int ma_etcd_member_promote(ma_etcd *c, uint64_t id, ma_etcd_members *out, ma_err *e);
+int ma_etcd_member_remove(ma_etcd *c, uint64_t id, ma_etcd_members *out, ma_err *e);
+void ma_etcd_members_free(ma_etcd_members *m);
+
+/* Per-endpoint calls, no failover: endpoint i of the client (i < count), or any URL (`url`
+ * non-NULL wins; a URL not in the list gets a temporary connection with the same credentials). */
+int ma_etcd_endpoint_status(ma_etcd *c, size_t i, const char *url, ma_etcd_status *out, ma_err *e);
+void ma_etcd_status_free(ma_etcd_status *s);
+/* GET /health: an unhealthy member (HTTP 503 with {"health":"false"}) is a success with
+ * healthy = 0; only a transport failure or a non-etcd answer fails. */
+int ma_etcd_endpoint_health(ma_etcd *c, size_t i, const char *url, ma_etcd_health *out, ma_err *e);
+void ma_etcd_health_free(ma_etcd_health *h);
+
+/* Member IDs: decimal (the gateway's form) and hex (etcdctl's and kubeadm's %x form). */
+int ma_etcd_id_parse(const char *s, uint64_t *id);          /* decimal digits only; 0 / -1 */
+int ma_etcd_id_parse_hex(const char *s, uint64_t *id);      /* hex digits only (1..16); 0 / -1 */
+void ma_etcd_id_dec(uint64_t id, char out[21]);
+void ma_etcd_id_hex(uint64_t id, char out[17]);            /* lowercase, no leading zeros */
+
+#endif
