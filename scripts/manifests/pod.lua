@@ -153,13 +153,19 @@ end
 function M.env(extra, no_proxy_vars)
   local env, idx = {}, {}
   local names = {}
-  for _, n in ipairs { "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy" } do
-    local v = not no_proxy_vars and os.getenv(n)
-    if v then names[#names + 1] = n end
+  -- every variable whose name ends in "_proxy" (any case) with a non-empty value, sorted by name
+  -- (kubeadm's GetProxyEnvVars: ALL_PROXY, FTP_PROXY... too; checked against the reference kubeadm)
+  local values = {}
+  for _, kv in ipairs(no_proxy_vars and {} or require("moonadm.core").environ()) do
+    local n, v = kv:match("^([^=]*)=(.*)$")
+    if n and v ~= "" and n:lower():sub(-6) == "_proxy" and not values[n] then
+      names[#names + 1] = n
+      values[n] = v
+    end
   end
   table.sort(names)
   for _, n in ipairs(names) do
-    env[#env + 1] = { name = n, value = os.getenv(n) }
+    env[#env + 1] = { name = n, value = values[n] }
     idx[n] = #env
   end
   for _, e in ipairs(extra or {}) do

@@ -317,14 +317,18 @@ describe("control-plane and etcd phases through the binary", function()
   end)
 
   it("proxy variables go to the control-plane Pods, not etcd's (as the reference kubeadm v1.35.4)", function()
+    -- (the test's own environment may hold other *_proxy variables: only these two are checked)
     h.write(root .. "/kubeadm.yaml", cfg_text)
     for _, ph in ipairs { { "control-plane", "apiserver" }, { "etcd", "local" } } do
       local code, out, err = h.moonadm({ "init", "phase", ph[1], ph[2], "--root", root, "--config", root .. "/kubeadm.yaml" },
-        { HTTP_PROXY = "http://proxy.test:3128" })
+        { HTTP_PROXY = "http://proxy.test:3128", all_proxy = "socks5://p.test", EMPTY_PROXY = "" })
       assert.equal(0, code, out .. err)
     end
     local function env(c) return yaml.decode(h.read(root .. "/etc/kubernetes/manifests/" .. c .. ".yaml"))[1].spec.containers[1].env end
-    assert.same({ name = "HTTP_PROXY", value = "http://proxy.test:3128" }, env("kube-apiserver")[1])
+    -- every non-empty *_proxy variable, any case, sorted (kubeadm's GetProxyEnvVars)
+    local e = env("kube-apiserver")
+    assert.same({ { name = "HTTP_PROXY", value = "http://proxy.test:3128" }, { name = "all_proxy", value = "socks5://p.test" } },
+      { e[1], e[2] })
     assert.is_nil(env("etcd"))
   end)
 
