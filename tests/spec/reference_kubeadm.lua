@@ -58,7 +58,8 @@ function M.config(fixture, dir)
   return path
 end
 
--- Runs kubeadm's phases: phases = list of argument lists after `init phase`. Returns
+-- Runs kubeadm's phases: phases = list of argument lists after `init phase` (a number instead of a
+-- list: sleep that many seconds); opts.env: the whole environment, as a list of "NAME=value". Returns
 -- {root = scratch dir, files = snapshot, out = {[i] = {args, code, output}}}. kubeadm sees the
 -- machine's own /etc, /usr, PATH and network; only the three state dirs are private.
 function M.run_kubeadm(config, phases, scratch, opts)
@@ -71,6 +72,7 @@ function M.run_kubeadm(config, phases, scratch, opts)
   end
   local outs = {}
   for i, args in ipairs(phases) do
+    if type(args) == "number" then os.execute("sleep " .. args); goto next end
     local argv = { M.bin, "init", "phase" }
     for _, a in ipairs(args) do argv[#argv + 1] = a end
     argv[#argv + 1] = "--config"
@@ -78,11 +80,13 @@ function M.run_kubeadm(config, phases, scratch, opts)
     local code, output = proc.run { argv = argv, mounts = mounts, env = opts.env }
     assert(code, output)
     outs[i] = { args = args, code = code, output = output }
+    ::next::
   end
   return { root = root, out = outs, files = M.snapshot(root) }
 end
 
--- Runs moonadm's same phases into a scratch root (--root, --node-runtime none).
+-- Runs moonadm's same phases into a scratch root (--root, --node-runtime none); opts.env: extra
+-- environment {NAME = value}; opts.mkdirs: dirs to create under the root first (not compared).
 function M.run_moonadm(config, phases, scratch, opts)
   opts = opts or {}
   local root = scratch .. "/moonadm"
@@ -90,13 +94,15 @@ function M.run_moonadm(config, phases, scratch, opts)
   for _, d in ipairs(opts.mkdirs or {}) do sh("mkdir -p " .. h.q(root .. d)) end
   local outs = {}
   for i, args in ipairs(phases) do
+    if type(args) == "number" then os.execute("sleep " .. args); goto next end
     local argv = { "init", "phase" }
     for _, a in ipairs(args) do argv[#argv + 1] = a end
     for _, a in ipairs { "--root", root, "--config", config, "--node-runtime", opts.runtime or "none" } do
       argv[#argv + 1] = a
     end
-    local code, out, err = h.moonadm(argv)
+    local code, out, err = h.moonadm(argv, opts.env)
     outs[i] = { args = args, code = code, output = out .. err }
+    ::next::
   end
   local made = {}
   for _, d in ipairs(opts.mkdirs or {}) do made[d:sub(2)] = true end
