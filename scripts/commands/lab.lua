@@ -13,6 +13,7 @@ local state = require "lab.state"
 local yaml = require "moonadm.yaml"
 
 local M = {}
+local join_config
 
 local function abs(p)
   if p:sub(1, 1) == "/" then return p end
@@ -163,6 +164,11 @@ local function init_config(st, node, user_config, gates)
   init.nodeRegistration = init.nodeRegistration or {}
   init.nodeRegistration.name = node.name
   init.nodeRegistration.criSocket = init.nodeRegistration.criSocket or "unix:///var/run/containerd/containerd.sock"
+  -- The lab knows its join secrets up front, so it can join the other nodes with them.
+  init.bootstrapTokens = init.bootstrapTokens or { { token = st.token } }
+  st.token = init.bootstrapTokens[1].token or st.token
+  init.certificateKey = init.certificateKey or st.certificate_key
+  st.certificate_key = init.certificateKey
   if st.endpoint and not cluster.controlPlaneEndpoint then cluster.controlPlaneEndpoint = st.endpoint end
   if gates and next(gates) then
     cluster.featureGates = cluster.featureGates or {}
@@ -172,6 +178,31 @@ local function init_config(st, node, user_config, gates)
   local f = assert(io.open(path, "w"))
   f:write(yaml.encode_all(docs))
   f:close()
+  return path
+end
+
+-- A JoinConfiguration for a node: token discovery pinned to cp1's CA; control planes also get the
+-- certificate key and their own advertise address.
+join_config = function(st, node, cp1)
+  local pki = require "moonadm.pki"
+  local f = assert(io.open(cp1.root .. "/etc/kubernetes/pki/ca.crt", "r"))
+  local ca = f:read("a")
+  f:close()
+  local pin = assert(pki.read_cert(ca)):pin()
+  local doc = {
+    apiVersion = "kubeadm.k8s.io/v1beta4", kind = "JoinConfiguration",
+    discovery = { bootstrapToken = { token = st.token, apiServerEndpoint = st.endpoint or (cp1.ip .. ":6443"),
+      caCertHashes = { pin } } },
+    nodeRegistration = { name = node.name, criSocket = "unix:///var/run/containerd/containerd.sock" },
+  }
+  if node.role == "control-plane" then
+    doc.controlPlane = { localAPIEndpoint = { advertiseAddress = node.ip, bindPort = 6443 },
+      certificateKey = st.certificate_key }
+  end
+  local path = st.dir .. "/" .. node.name .. "-join.yaml"
+  local out = assert(io.open(path, "w"))
+  out:write(yaml.encode(doc))
+  out:close()
   return path
 end
 
@@ -250,7 +281,11 @@ function M.up(argv)
           "exec 3<>/dev/tcp/127.0.0.1/10248" } } == 0
       end)
     end
+    local pki = require "moonadm.pki"
+    st.token = pki.token_id() .. "." .. pki.token_secret()
+    st.certificate_key = pki.certificate_key()
     local cfgfile = init_config(st, cp1, flags.config and abs(flags.config), gates)
+    state.save(dir, st)
     log.info("[lab] %s: moonadm init --config %s", cp1.name, cfgfile)
     local iargv = { "moonadm", "init", "--config", cfgfile, "--upload-certs" }
     if flags.flow then iargv[#iargv + 1] = "--flow"; iargv[#iargv + 1] = abs(flags.flow) end
@@ -267,6 +302,13 @@ function M.up(argv)
       return c == 0 and out:match("^ok")
     end)
     os.execute(("cp '%s/etc/kubernetes/admin.conf' '%s/admin.conf' && cp '%s' '%s/super-admin.conf'"):format(cp1.root, dir, conf, dir))
+    for i = 2, #st.nodes do
+      local n = st.nodes[i]
+      local jfile = join_config(st, n, cp1)
+      log.info("[lab] %s: moonadm join --config %s", n.name, jfile)
+      local jcode = M.exec_on(st, n, { "moonadm", "join", "--config", jfile })
+      if jcode ~= 0 then error(("moonadm join on %s failed (exit %d)"):format(n.name, jcode), 0) end
+    end
     st.ready = true
     state.save(dir, st)
   end)

@@ -10,18 +10,24 @@ local M = { name = "lab" }
 -- GET http://127.0.0.1:PORT/healthz with a short timeout: true when it answers 200 "ok".
 function M.kubelet_healthy(_ctx, port)
   port = port or 10248
-  local result = false
+  local result, done = false, false
   local tcp = uv.new_tcp()
   local timer = uv.new_timer()
-  timer:start(1000, 0, function() tcp:close(); timer:close() end)
+  local function finish(ok)
+    if done then return end
+    done, result = true, ok
+    timer:stop()
+    timer:close()
+    tcp:close()
+  end
+  timer:start(1000, 0, function() finish(false) end)
   tcp:connect("127.0.0.1", port, function(err)
-    if err then tcp:close(); timer:stop(); timer:close() return end
+    if err then return finish(false) end
     local buf = {}
     tcp:read_start(function(rerr, chunk)
-      if chunk then buf[#buf + 1] = chunk return end
-      result = table.concat(buf):match("^HTTP/1%.%d 200") ~= nil and table.concat(buf):match("\r\n\r\nok$") ~= nil
-      tcp:close(); timer:stop(); timer:close()
-      if rerr then result = false end
+      if chunk and not rerr then buf[#buf + 1] = chunk return end
+      local text = table.concat(buf)
+      finish(not rerr and text:match("^HTTP/1%.%d 200") ~= nil and text:match("\r\n\r\nok$") ~= nil)
     end)
     tcp:write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
   end)
@@ -30,7 +36,13 @@ function M.kubelet_healthy(_ctx, port)
 end
 
 function M.start_kubelet(ctx)
-  if not M.kubelet_healthy(ctx) then
+  -- The stand-in is single-threaded: while it waits on the API it answers healthz a little late.
+  local healthy = false
+  for _ = 1, 10 do
+    healthy = M.kubelet_healthy(ctx)
+    if healthy then break end
+  end
+  if not healthy then
     log.warn("[kubelet-start] the lab's kubelet stand-in does not answer on 127.0.0.1:10248: is this node in a lab (`moonadm lab exec NODE -- ...`)?")
   end
   return true

@@ -10,7 +10,7 @@ return {
     -- kubeadm's old place for the etcd member add, only in the old join order (moonadm's experiment
     -- with ControlPlaneKubeletLocalMode=false); the stock order adds the member in etcd-join.
     phase.when(phase.gate("ControlPlaneKubeletLocalMode", false),
-      { name = "etcd", desc = "Add a new local etcd member", run = phase.todo("control-plane-join/etcd"),
+      { name = "etcd", desc = "Add a new local etcd member", run = function(ctx) require("join.etcd").join(ctx) end,
         requires = { "pki" }, provides = { "local-etcd" } }),
     { name = "mark-control-plane", desc = "Mark a node as a control-plane", run = function(ctx)
       if not data.is_control_plane(ctx) then return end
