@@ -68,9 +68,10 @@ local function node_mounts(root)
 end
 
 local function node_env(extra)
-  local env = {}
+  local env, replaced = {}, { MOONADM_NODE_RUNTIME = true }
+  for _, e in ipairs(extra or {}) do replaced[e:match("^([^=]+)=")] = true end
   for _, e in ipairs(core.environ()) do
-    if not e:match("^MOONADM_NODE_RUNTIME=") then env[#env + 1] = e end
+    if not replaced[e:match("^([^=]+)=") or ""] then env[#env + 1] = e end
   end
   env[#env + 1] = "MOONADM_NODE_RUNTIME=lab"
   for _, e in ipairs(extra or {}) do env[#env + 1] = e end

@@ -55,7 +55,6 @@ function M.join(ctx)
   ctx:mkdir(require("manifests.etcd").data_dir(ctx.cfg.cluster), "0700")
   log.info('[etcd] Creating static Pod manifest for "etcd"')
   manifests.create(ctx, "etcd", { initial_cluster = initial, existing = true })
-  log.info("[etcd] Waiting for the new etcd member to join the cluster. This can take up to 40s")
   local report, werr = m:wait_for_member(peer)
   if not report then error("[etcd] " .. tostring(werr), 0) end
   local promoted, perr = m:promote(peer)
