@@ -211,6 +211,7 @@ function M.up(argv)
   local flags = parse({
     { name = "control-planes", type = "int", default = 1, help = "Number of control-plane nodes" },
     { name = "workers", type = "int", default = 0, help = "Number of worker nodes" },
+    { name = "spares", type = "int", default = 0, help = "Nodes s1..sN with a kubelet but not joined (for experiments: `lab exec s1 -- moonadm join ...`)" },
     { name = "feature-gates", type = "string", help = "Feature gates for the init ClusterConfiguration" },
     { name = "config", type = "string", help = "A kubeadm config file for init (address and name are filled in)" },
     { name = "flow", type = "string", help = "A flow file for init (see docs/scripting.md)" },
@@ -246,6 +247,7 @@ function M.up(argv)
   if ncp < 1 then error("--control-planes must be at least 1", 0) end
   for i = 1, ncp do st.nodes[#st.nodes + 1] = { name = "cp" .. i, role = "control-plane" } end
   for i = 1, nw do st.nodes[#st.nodes + 1] = { name = "w" .. i, role = "worker" } end
+  for i = 1, flags.spares do st.nodes[#st.nodes + 1] = { name = "s" .. i, role = "spare" } end
   for i, n in ipairs(st.nodes) do
     n.ip = ("%s.%d"):format(flags.subnet, 10 + i)
     n.root = dir .. "/" .. n.name
@@ -305,11 +307,26 @@ function M.up(argv)
     os.execute(("cp '%s/etc/kubernetes/admin.conf' '%s/admin.conf' && cp '%s' '%s/super-admin.conf'"):format(cp1.root, dir, conf, dir))
     for i = 2, #st.nodes do
       local n = st.nodes[i]
+      if n.role == "spare" then goto continue end
       local jfile = join_config(st, n, cp1)
       log.info("[lab] %s: moonadm join --config %s", n.name, jfile)
       local jcode = M.exec_on(st, n, { "moonadm", "join", "--config", jfile })
       if jcode ~= 0 then error(("moonadm join on %s failed (exit %d)"):format(n.name, jcode), 0) end
+      ::continue::
     end
+    -- A joined node is there once its kubelet registered it: wait for every one to be Ready.
+    local names = {}
+    for _, n in ipairs(st.nodes) do if n.role ~= "spare" then names[#names + 1] = n.name end end
+    log.info("[lab] waiting for the Nodes to be Ready: %s", table.concat(names, " "))
+    wait_for("every Node Ready", 120, function()
+      local c, out = kubectl(st, conf, { "get", "nodes", "-o",
+        "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status} {end}" })
+      if c ~= 0 then return false end
+      for _, name in ipairs(names) do
+        if not out:find(name .. "=True", 1, true) then return false end
+      end
+      return true
+    end)
     st.ready = true
     state.save(dir, st)
   end)

@@ -8,7 +8,7 @@ local M = {}
 
 M.LABS = {
   one = { name = "e2e1", subnet = "10.252.1", args = {} },
-  ha = { name = "e2eha", subnet = "10.252.2", args = { "--control-planes", "3", "--workers", "2" } },
+  ha = { name = "e2eha", subnet = "10.252.2", args = { "--control-planes", "3", "--workers", "2", "--spares", "1" } },
 }
 
 M.bin_dir = os.getenv("MOONADM_LAB_BIN") or (h.top .. "/.lab/bin")
