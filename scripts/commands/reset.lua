@@ -1,5 +1,9 @@
--- `moonadm reset [flags]` and `moonadm reset phase <name>`.
+-- `moonadm reset [flags]` and `moonadm reset phase <name>`: kubeadm's reset (docs/reset.md).
+-- Before any phase, the cluster's configuration is read with --kubeconfig (scripts/reset/data.lua);
+-- after a whole reset, kubeadm's note on what it does not clean.
 local flowcmd = require "commands.flowcmd"
+local journal = require "journal"
+local log = require "log"
 
 local M = {}
 
@@ -11,9 +15,40 @@ M.flags = {
   { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" },
 }
 
+-- kubeadm v1.35's closing note, then what it means on this node.
+M.NOTE = [[
+The reset process does not perform cleanup of CNI plugin configuration,
+network filtering rules and kubeconfig files.
+
+For information on how to perform this cleanup manually, please see:
+    https://k8s.io/docs/reference/setup-tools/kubeadm/kubeadm-reset/
+
+Not cleaned by moonadm reset: the CNI configuration in /etc/cni/net.d, iptables/nftables and IPVS
+rules (iptables -F && iptables -t nat -F && iptables -t mangle -F && iptables -X; ipvsadm --clear),
+and $HOME/.kube/config.
+]]
+
+local function wants_note(argv)
+  for _, a in ipairs(argv) do
+    if a == "-h" or a == "--help" then return false end
+  end
+  return argv[1] ~= "phase"
+end
+
 function M.main(argv)
-  return flowcmd.main { name = "reset", flow = "reset", kind = "reset", argv = argv, flags = M.flags,
-    desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'" }
+  -- reset removes the journal's directory: a journal of the reset itself would only bring it back.
+  local open = journal.open
+  journal.open = function(name)
+    if name == "reset" then return nil end
+    return open(name)
+  end
+  local ok, code = pcall(flowcmd.main, { name = "reset", flow = "reset", kind = "reset", argv = argv, flags = M.flags,
+    desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
+    prepare = function(ctx) require("reset.data").prepare(ctx) end })
+  journal.open = open
+  if not ok then error(code, 0) end
+  if code == 0 and wants_note(argv) then log.result(M.NOTE) end
+  return code
 end
 
 return M

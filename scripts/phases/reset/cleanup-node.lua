@@ -1,10 +1,13 @@
--- reset phase "cleanup-node": Run cleanup node..
--- Its body lands with the reset issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- reset phase "cleanup-node": scripts/reset/cleanup.lua, with the node runtime of this run.
+local cleanup = require "reset.cleanup"
+local data = require "reset.data"
+local runtime = require "runtime"
 
 return {
   name = "cleanup-node",
   desc = "Run cleanup node.",
   aliases = { "cleanupnode" },
-  run = phase.todo("cleanup-node"),
+  run = function(ctx)
+    cleanup.run(ctx, data.get(ctx), runtime.for_ctx(ctx), ctx.data.cleanup_opts)
+  end,
 }

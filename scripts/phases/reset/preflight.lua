@@ -1,10 +1,19 @@
--- reset phase "preflight": Run reset pre-flight checks.
--- Its body lands with the reset issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- reset phase "preflight": kubeadm's y/N confirmation unless --force (or ResetConfiguration force:
+-- true), refused outright when stdin is not a terminal (scripts/reset/prompt.lua), then the root
+-- check (kubeadm's RunRootCheckOnly: IsPrivilegedUser, skipped under a --root other than /).
+local data = require "reset.data"
+local log = require "log"
+local preflight = require "preflight"
+local prompt = require "reset.prompt"
 
 return {
   name = "preflight",
   desc = "Run reset pre-flight checks",
   always_run = true,
-  run = phase.todo("preflight"),
+  run = function(ctx)
+    local r = data.get(ctx)
+    if not r.force then prompt.confirm(ctx.data.prompt) end
+    log.info("[preflight] Running pre-flight checks")
+    preflight.run(ctx, { preflight.is_privileged_user })
+  end,
 }

@@ -1,9 +1,64 @@
--- reset phase "remove-etcd-member": Remove a local etcd member..
--- Its body lands with the reset issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- reset phase "remove-etcd-member": this control plane's etcd member leaves the cluster (found by
+-- its peer URL in the live member list; the last member is kept at once; already gone is fine),
+-- then the etcd data dir is emptied — at once when etcd no longer runs here, else by cleanup-node
+-- once etcd has stopped (a running etcd would write into it again). kubeadm's messages.
+local data = require "reset.data"
+local clean = require "reset.clean"
+local etcd = require "reset.etcd"
+local fs = require "moonadm.fs"
+local log = require "log"
 
-return {
+local M = {
   name = "remove-etcd-member",
   desc = "Remove a local etcd member.",
-  run = phase.todo("remove-etcd-member"),
+  long = "Remove a local etcd member for a control plane node.",
 }
+
+function M.run(ctx)
+  local r = data.get(ctx)
+  log.v(1, "[reset] Checking for etcd config")
+  local dir, why = etcd.data_dir(r.cluster)
+  if not dir then
+    log.info("[reset] No etcd config found. Assuming external etcd")
+    log.info("[reset] Please, manually reset etcd to prevent further issues")
+    log.v(1, "[reset] %s", tostring(why))
+    r.etcd_external = true
+    return
+  end
+  r.etcd_data_dir = dir
+  if r.cluster then
+    if ctx.dry_run then
+      log.info("[reset] Would remove the etcd member on this node from the etcd cluster")
+      log.info("[reset] Would delete contents of the etcd data directory: %s", dir)
+      return
+    end
+    local how, detail = etcd.remove_member(ctx, r)
+    r.etcd_member = how
+    if how == "failed" then
+      log.warn("[reset] Failed to remove etcd member: %s, please manually remove this etcd member using etcdctl",
+        tostring(detail))
+    end
+  elseif ctx.dry_run then
+    if not clean.is_empty(dir) then log.info("[reset] Would delete contents of the etcd data directory: %s", dir) end
+    return
+  end
+  if clean.is_empty(dir) then return end
+  if fs.exists("/etc/kubernetes/manifests/etcd.yaml") then
+    -- The kubelet still runs etcd: cleanup-node empties the dir after etcd has stopped.
+    log.v(1, "[reset] etcd still runs from its manifest: its data directory %s is emptied once it has stopped", dir)
+    r.etcd_data_dir_pending = true
+    return
+  end
+  M.clean_data_dir(dir)
+end
+
+function M.clean_data_dir(dir)
+  local n, err = clean.clean_dir(dir)
+  if not n then
+    log.warn("[reset] Failed to delete contents of the etcd directory: %q, error: %s", dir, tostring(err))
+  elseif n > 0 then
+    log.info("[reset] Deleted contents of the etcd data directory: %s", dir)
+  end
+end
+
+return M

@@ -1,0 +1,126 @@
+-- What a reset knows before its phases run (kubeadm's resetData): the cluster's ClusterConfiguration
+-- from the kubeadm-config ConfigMap read with --kubeconfig (unreachable or missing: a warning, and
+-- the reset goes on with the node's own files), this node's name and advertise address, the
+-- certificates dir and the ResetConfiguration's switches. Stored in ctx.data.reset; writes nothing.
+local client_mod = require "kube.client"
+local config = require "config"
+local fs = require "moonadm.fs"
+local kubeconfig = require "kube.kubeconfig"
+local log = require "log"
+local manifests = require "reset.manifests"
+
+local M = {}
+
+M.DEFAULT_CERT_DIR = "/etc/kubernetes/pki"
+M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+M.ENDPOINT_ANNOTATION = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
+-- Reading the cluster is best effort: a short deadline, so that a reset of a node whose cluster is
+-- gone does not wait a minute on it.
+M.API_TIMEOUT = 5
+
+-- The node name from kubelet.conf's client certificate (CN system:node:NAME), as kubeadm's
+-- getNodeNameFromKubeletConfig; nil when there is none.
+function M.node_name_from_kubelet_conf()
+  local text = fs.read(M.KUBELET_CONF)
+  if not text then return nil end
+  local opts = kubeconfig.parse(text, { filename = M.KUBELET_CONF, read = fs.read })
+  if not opts or not opts.cert_pem then return nil end
+  local cert = require("moonadm.pki").read_cert(opts.cert_pem)
+  local info = cert and cert:info()
+  local cn = info and info.subject and info.subject.cn
+  return cn and cn:match("^system:node:(.+)$")
+end
+
+local function split_hostport(s)
+  local host, port = s:match("^%[(.+)%]:(%d+)$")
+  if not host then host, port = s:match("^([^:]+):(%d+)$") end
+  return host, tonumber(port)
+end
+
+-- The advertise address: the kube-apiserver mirror pod's annotation (kubeadm's getAPIEndpoint),
+-- else the local kube-apiserver manifest's annotation or --advertise-address, else the local etcd
+-- manifest's advertised peer URL. Returns address, where it came from.
+function M.advertise_address(client, node)
+  if client and node then
+    local pod = client:get { apiVersion = "v1", kind = "Pod", namespace = "kube-system", name = "kube-apiserver-" .. node }
+    local ann = pod and pod.metadata and pod.metadata.annotations and pod.metadata.annotations[M.ENDPOINT_ANNOTATION]
+    local host = ann and split_hostport(ann)
+    if host then return host, "the kube-apiserver-" .. node .. " pod" end
+  end
+  local api = manifests.read("kube-apiserver")
+  if api then
+    local ann = api.metadata and api.metadata.annotations and api.metadata.annotations[M.ENDPOINT_ANNOTATION]
+    local host = ann and split_hostport(ann)
+    host = host or manifests.flag(api, "advertise-address")
+    if host then return host, "/etc/kubernetes/manifests/kube-apiserver.yaml" end
+  end
+  local etcd = manifests.read("etcd")
+  local peer = etcd and manifests.flag(etcd, "initial-advertise-peer-urls")
+  local host = peer and (peer:match("^https?://%[([^%]]+)%]") or peer:match("^https?://([^:/,]+)"))
+  if host then return host, "/etc/kubernetes/manifests/etcd.yaml" end
+  return nil
+end
+
+-- kubeadm's order for the certificates dir: the flag, else the ResetConfiguration's (when not the
+-- default), else the cluster's.
+function M.cert_dir(ctx, cluster)
+  local set = ctx.flags_set or {}
+  if set["cert-dir"] and ctx.flags["cert-dir"] then return ctx.flags["cert-dir"] end
+  local rc = ctx.cfg and ctx.cfg.reset or {}
+  if rc.certificatesDir and rc.certificatesDir ~= M.DEFAULT_CERT_DIR then return rc.certificatesDir end
+  if cluster and cluster.certificatesDir then return cluster.certificatesDir end
+  return rc.certificatesDir or M.DEFAULT_CERT_DIR
+end
+
+-- Reads the cluster's configuration with the --kubeconfig file. Returns cluster, client | nil, why.
+function M.read_cluster(ctx, path)
+  if not fs.exists(path) then
+    log.v(1, "[reset] Could not obtain a client set from the kubeconfig file: %s (no such file)", path)
+    return nil, "no " .. path
+  end
+  local c, err = client_mod.from_kubeconfig(fs.path(path), { timeout = M.API_TIMEOUT, request_timeout = M.API_TIMEOUT,
+    connect_timeout = 2, max_backoff = 1 })
+  if not c then
+    log.warn("[reset] Could not obtain a client set from the kubeconfig file %s: %s", path, tostring(err))
+    return nil, tostring(err)
+  end
+  log.info("[reset] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...")
+  log.info("[reset] Use 'moonadm init phase upload-config kubeadm --config your-config-file' to re-upload it.")
+  local cm, gerr = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
+  local text = cm and cm.data and cm.data.ClusterConfiguration
+  if not text then
+    local why = cm and "the kubeadm-config ConfigMap has no ClusterConfiguration key" or tostring(gerr)
+    log.warn("[reset] Unable to fetch the kubeadm-config ConfigMap from cluster: %s", why)
+    c:close()
+    return nil, why
+  end
+  local cluster, cerr = config.load_cluster(text, "kubeadm-config")
+  if not cluster then
+    log.warn("[reset] Unable to fetch the kubeadm-config ConfigMap from cluster: %s", tostring(cerr))
+    c:close()
+    return nil, tostring(cerr)
+  end
+  return cluster, c
+end
+
+-- Builds ctx.data.reset once.
+function M.prepare(ctx)
+  if ctx.data.reset then return ctx.data.reset end
+  local rc = ctx.cfg and ctx.cfg.reset or {}
+  local r = { force = ctx.flags.force or rc.force or false,
+    cleanup_tmp_dir = ctx.flags["cleanup-tmp-dir"] or rc.cleanupTmpDir or false }
+  ctx.data.reset = r
+  local kc = ctx.flags.kubeconfig or "/etc/kubernetes/admin.conf"
+  local cluster, client = M.read_cluster(ctx, kc)
+  if cluster then r.cluster, r.client = cluster, client end
+  r.node_name = M.node_name_from_kubelet_conf()
+  if r.node_name then log.v(1, "[reset] node name %s (from %s)", r.node_name, M.KUBELET_CONF) end
+  r.advertise, r.advertise_from = M.advertise_address(r.client, r.node_name)
+  if r.advertise then log.v(1, "[reset] advertise address %s (from %s)", r.advertise, r.advertise_from) end
+  r.cert_dir = M.cert_dir(ctx, r.cluster)
+  return r
+end
+
+function M.get(ctx) return ctx.data.reset or M.prepare(ctx) end
+
+return M

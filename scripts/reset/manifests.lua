@@ -1,0 +1,48 @@
+-- The node's static pod manifests as reset reads them (/etc/kubernetes/manifests under the root).
+local fs = require "moonadm.fs"
+local yaml = require "moonadm.yaml"
+
+local M = {}
+
+M.DIR = "/etc/kubernetes/manifests"
+
+-- The decoded Pod of /etc/kubernetes/manifests/NAME.yaml | nil, why.
+function M.read(name)
+  local path = M.DIR .. "/" .. name .. ".yaml"
+  local text = fs.read(path)
+  if not text then return nil, "no " .. path end
+  local docs, err = yaml.decode(text, path)
+  if not docs then return nil, err end
+  local pod = docs[1]
+  if type(pod) ~= "table" or type(pod.spec) ~= "table" then return nil, path .. ": not a Pod manifest" end
+  return pod
+end
+
+-- The value of --NAME=VALUE in the pod's first container's command or args.
+function M.flag(pod, name)
+  local c = pod.spec.containers and pod.spec.containers[1] or {}
+  local prefix = "--" .. name .. "="
+  for _, list in ipairs { c.command or {}, c.args or {} } do
+    for _, a in ipairs(list) do
+      if type(a) == "string" and a:sub(1, #prefix) == prefix then return a:sub(#prefix + 1) end
+    end
+  end
+  return nil
+end
+
+-- The hostPath of the pod's volume NAME.
+function M.host_path(pod, name)
+  for _, v in ipairs(pod.spec.volumes or {}) do
+    if v.name == name and type(v.hostPath) == "table" then return v.hostPath.path end
+  end
+  return nil
+end
+
+-- The manifest files in the dir (sorted names, hidden files included: reset removes them all).
+function M.files()
+  local out = {}
+  for _, f in ipairs(fs.list(M.DIR) or {}) do out[#out + 1] = M.DIR .. "/" .. f end
+  return out
+end
+
+return M
