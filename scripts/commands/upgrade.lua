@@ -1,6 +1,11 @@
--- `moonadm upgrade plan|apply|node` (plan lands with the upgrade issue).
-local errors = require "errors"
+-- `moonadm upgrade plan|apply|node`. apply and node run their flows (scripts/flows/upgrade-*.lua)
+-- after reading the cluster's configuration (scripts/upgrade/data.lua); plan prints the versions
+-- and targets (scripts/upgrade/plan.lua) with -o text|json|yaml.
+local common = require "commands.common"
+local config = require "config"
+local flags_mod = require "flags"
 local flowcmd = require "commands.flowcmd"
+local log = require "log"
 
 local M = {}
 
@@ -20,17 +25,80 @@ M.apply_flags = {
 }
 for _, f in ipairs(shared) do M.apply_flags[#M.apply_flags + 1] = f end
 
+M.plan_flags = {
+  { name = "config", type = "string", help = "Path to a kubeadm configuration file" },
+  { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" },
+  { name = "output", short = "o", type = "string", default = "text", help = "Output format: text|json|yaml" },
+  { name = "allow-experimental-upgrades", type = "bool", help = "Show unstable versions of Kubernetes as an upgrade alternative" },
+  { name = "allow-release-candidate-upgrades", type = "bool", help = "Show release candidate versions of Kubernetes as an upgrade alternative" },
+  { name = "etcd-upgrade", type = "bool", default = true, help = "Perform the upgrade of etcd" },
+  { name = "print-config", type = "bool", help = "Specifies whether the configuration file that will be used in the upgrade should be printed or not" },
+  { name = "ignore-preflight-errors", type = "list", help = "A list of checks whose errors will be shown as warnings" },
+}
+
+-- --kubeconfig other than admin.conf: the run's client comes from that file.
+local function prepare(apply)
+  return function(ctx)
+    local k = ctx.flags and ctx.flags.kubeconfig
+    if k and k ~= "/etc/kubernetes/admin.conf" and ctx.flags_set and ctx.flags_set.kubeconfig then
+      ctx.data.client_override = require("cluster.api").from_kubeconfig(ctx, k)
+    end
+    require("upgrade.data").prepare(ctx, { apply = apply })
+  end
+end
+
+function M.plan(argv)
+  local spec = common.flags(common.global, M.plan_flags)
+  local flags, args, set = flags_mod.parse(spec, argv)
+  if not flags then error(args, 0) end
+  common.setup(flags)
+  if flags.help then
+    log.result("Check which versions are available to upgrade to and validate whether your current cluster is upgradeable.\n\n" ..
+      "Usage:\n  moonadm upgrade plan [version] [flags]\n\nFlags:\n" .. flags_mod.usage(spec))
+    return 0
+  end
+  local given = {}
+  for name in pairs(set) do if name ~= "output" and name ~= "kubeconfig" then given[name] = flags[name] end end
+  local cfg, err = config.load { kind = "upgrade", files = flags.config and { flags.config } or {}, flags = given, args = args }
+  if not cfg then error(err, 0) end
+  for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+  local p = (cfg.upgrade or {}).plan or {}
+  local out = flags.output or "text"
+  if out ~= "text" and out ~= "json" and out ~= "yaml" then
+    error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text,yaml"):format(out), 0)
+  end
+  local capi = require "cluster.api"
+  local c = capi.from_kubeconfig({ cfg = {} }, flags.kubeconfig)
+  local plan_mod = require "upgrade.plan"
+  local facts, ferr = plan_mod.collect(c)
+  if not facts then error("[upgrade/versions] " .. ferr, 0) end
+  local plan = plan_mod.build(facts, { target = p.kubernetesVersion or args[1],
+    allow_experimental = p.allowExperimentalUpgrades, allow_rc = p.allowRCUpgrades })
+  if out == "json" then io.stdout:write(plan_mod.json(plan))
+  elseif out == "yaml" then io.stdout:write(plan_mod.yaml(plan))
+  else
+    if flags["print-config"] then
+      log.info("[upgrade/config] Configuration used:")
+      log.result(require("moonadm.yaml").encode(config.cluster_for_upload(config.load_cluster(
+        c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
+          .data.ClusterConfiguration))))
+    end
+    io.stdout:write(plan_mod.text(plan))
+  end
+  return #plan.policy.mandatory == 0 and 0 or 1
+end
+
 function M.main(argv)
   local sub = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
   if sub == "apply" then
     return flowcmd.main { name = "upgrade-apply", flow = "upgrade-apply", kind = "upgrade", argv = rest,
-      flags = M.apply_flags, desc = "Upgrade your Kubernetes cluster to the specified version" }
+      flags = M.apply_flags, desc = "Upgrade your Kubernetes cluster to the specified version", prepare = prepare(true) }
   elseif sub == "node" then
     return flowcmd.main { name = "upgrade-node", flow = "upgrade-node", kind = "upgrade", argv = rest,
-      flags = shared, desc = "Upgrade commands for a node in the cluster" }
+      flags = shared, desc = "Upgrade commands for a node in the cluster", prepare = prepare(false) }
   elseif sub == "plan" then
-    errors.not_implemented("upgrade plan")
+    return M.plan(rest)
   end
   io.stderr:write("usage: moonadm upgrade plan|apply|node [flags]\n")
   return 1

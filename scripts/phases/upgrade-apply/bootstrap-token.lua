@@ -1,9 +1,22 @@
 -- upgrade apply phase "bootstrap-token": Configures bootstrap token and cluster-info RBAC rules.
--- Its body lands with the upgrade issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
+-- The same RBAC init creates (scripts/cluster/tokens.lua), re-applied; no token is created.
+local log = require "log"
+
+local function run(ctx)
+  local capi = require "cluster.api"
+  local c = capi.admin(ctx)
+  local r = require("cluster.tokens").rbac_objects()
+  for _, group in ipairs { r.get_nodes, r.post_csrs, r.approve, r.rotate, r.clusterinfo } do
+    for _, o in ipairs(group) do capi.apply(ctx, c, o) end
+  end
+  log.info("[bootstrap-token] Configured RBAC rules to allow Node Bootstrap tokens to get nodes")
+  log.info("[bootstrap-token] Configured RBAC rules to allow Node Bootstrap tokens to post CSRs in order for nodes to get long term certificate credentials")
+  log.info("[bootstrap-token] Configured RBAC rules to allow the csrapprover controller automatically approve CSRs from a Node Bootstrap Token")
+  log.info("[bootstrap-token] Configured RBAC rules to allow certificate rotation for all node client certificates in the cluster")
+end
 
 return {
   name = "bootstrap-token",
   desc = "Configures bootstrap token and cluster-info RBAC rules",
-  run = phase.todo("bootstrap-token"),
+  run = run,
 }

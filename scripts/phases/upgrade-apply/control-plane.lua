@@ -1,9 +1,8 @@
 -- upgrade apply phase "control-plane": Upgrade the control plane.
--- Its body lands with the upgrade issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
-
+-- etcd first (data dir backed up), then each component's manifest replaced with a backup, waited for
+-- and rolled back on failure; certificates renewed unless --certificate-renewal=false (scripts/upgrade/controlplane.lua).
 return {
   name = "control-plane",
   desc = "Upgrade the control plane",
-  run = phase.todo("control-plane"),
+  run = function(ctx) require("upgrade.controlplane").run(ctx) end,
 }

@@ -1,13 +1,11 @@
 -- upgrade apply phase "upload-config": Upload the kubeadm and kubelet configurations to ConfigMaps.
--- Its body lands with the upgrade issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
-
+-- kubeadm-config without ClusterStatus, kubelet-config, cri-socket annotation removed (scripts/upgrade/uploadconfig.lua).
 return {
   name = "upload-config",
   desc = "Upload the kubeadm and kubelet configurations to ConfigMaps",
   aliases = { "uploadconfig" },
   children = {
-    { name = "kubeadm", desc = "Upload the kubeadm ClusterConfiguration to a ConfigMap", run = phase.todo("upload-config/kubeadm") },
-    { name = "kubelet", desc = "Upload the kubelet configuration to a ConfigMap", run = phase.todo("upload-config/kubelet") },
+    { name = "kubeadm", desc = "Upload the kubeadm ClusterConfiguration to a ConfigMap", run = function(ctx) require("upgrade.uploadconfig").kubeadm(ctx) end },
+    { name = "kubelet", desc = "Upload the kubelet configuration to a ConfigMap", run = function(ctx) require("upgrade.uploadconfig").kubelet(ctx) end },
   },
 }

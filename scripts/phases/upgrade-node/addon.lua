@@ -1,12 +1,10 @@
 -- upgrade node phase "addon": Upgrade the default kubeadm addons.
--- Its body lands with the upgrade issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
-
+-- Only on a control plane, once every control plane runs the new kube-apiserver (scripts/upgrade/addon.lua).
 return {
   name = "addon",
   desc = "Upgrade the default kubeadm addons",
   children = {
-    { name = "coredns", desc = "Upgrade the CoreDNS addon", run = phase.todo("addon/coredns") },
-    { name = "kube-proxy", desc = "Upgrade the kube-proxy addon", run = phase.todo("addon/kube-proxy") },
+    { name = "coredns", desc = "Upgrade the CoreDNS addon", run = function(ctx) require("upgrade.addon").coredns(ctx) end },
+    { name = "kube-proxy", desc = "Upgrade the kube-proxy addon", run = function(ctx) require("upgrade.addon").kube_proxy(ctx) end },
   },
 }

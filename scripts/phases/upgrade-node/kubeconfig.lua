@@ -1,10 +1,8 @@
 -- upgrade node phase "kubeconfig": Upgrade kubeconfig files for this node.
--- Its body lands with the upgrade issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
-
+-- kubelet.conf from the control-plane endpoint to the local API server on control planes (seed 000).
 return {
   name = "kubeconfig",
   desc = "Upgrade kubeconfig files for this node",
   hidden = true,
-  run = phase.todo("kubeconfig"),
+  run = function(ctx) require("upgrade.kubeconfig").run(ctx) end,
 }

@@ -1,9 +1,7 @@
 -- upgrade node phase "kubelet-config": Upgrade the kubelet configuration for this node.
--- Its body lands with the upgrade issue; until then it fails with exit code 3, never silently.
-local phase = require "phase"
-
+-- config.yaml from kubelet-config; NodeLocalCRISocket migration (seed 002) (scripts/upgrade/kubeletconfig.lua).
 return {
   name = "kubelet-config",
   desc = "Upgrade the kubelet configuration for this node",
-  run = phase.todo("kubelet-config"),
+  run = function(ctx) require("upgrade.kubeletconfig").run(ctx) end,
 }

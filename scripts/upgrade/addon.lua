@@ -1,0 +1,80 @@
+-- The addon phase of `upgrade apply|node`: CoreDNS and kube-proxy are re-applied only once every
+-- control plane runs the new kube-apiserver (kubeadm compares the kube-apiserver container image
+-- of the component=kube-apiserver pods per node), and each is skipped when disabled in the
+-- ClusterConfiguration or when its ConfigMap (coredns / kube-proxy) is missing.
+local log = require "log"
+local capi = require "cluster.api"
+local data = require "upgrade.data"
+local pod = require "manifests.pod"
+
+local M = {}
+
+-- Nodes whose kube-apiserver image is not `image`: sorted list of "node (image)". pods: list items.
+function M.not_upgraded(pods, image)
+  local by_node = {}
+  for _, p in ipairs(pods) do
+    local node = p.spec and p.spec.nodeName or "?"
+    for _, c in ipairs(p.spec and p.spec.containers or {}) do
+      if c.name == "kube-apiserver" and c.image ~= image then by_node[node] = c.image end
+    end
+  end
+  local out = {}
+  for n, img in pairs(by_node) do out[#out + 1] = ("%s (%s)"):format(n, img) end
+  table.sort(out)
+  return out
+end
+
+-- Whether the addons may be upgraded now; logs why not.
+function M.ready(ctx)
+  if ctx.data.addons_ready ~= nil then return ctx.data.addons_ready end
+  local c = capi.admin(ctx)
+  local image = pod.image(ctx.cfg.cluster, "kube-apiserver")
+  local list, err = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
+    { label_selector = "component=kube-apiserver" })
+  if not list then error("[upgrade/addon] listing the kube-apiserver pods: " .. tostring(err), 0) end
+  local behind = M.not_upgraded(list.items or {}, image)
+  ctx.data.addons_ready = #behind == 0
+  if #behind > 0 then
+    log.info("[upgrade/addon] Skipping upgrade of addons because control plane instances %s have not been upgraded " ..
+      "to %s yet", table.concat(behind, ", "), image)
+  end
+  return ctx.data.addons_ready
+end
+
+local function skip_non_cp(ctx, what)
+  if data.is_control_plane(ctx) then return false end
+  log.info("[upgrade/addon] Skipping the addon/%s phase. Not a control plane node.", what)
+  return true
+end
+
+function M.coredns(ctx)
+  if skip_non_cp(ctx, "coredns") then return end
+  local cl = ctx.cfg.cluster
+  if cl.dns and cl.dns.disabled then
+    log.info("[upgrade/addon] Skipping the addon/coredns phase. The addon is disabled.")
+    return
+  end
+  if not ctx.data.coredns_configmap then
+    log.info("[upgrade/addon] Skipping the addon/coredns phase. The CoreDNS ConfigMap %q does not exist.", "coredns")
+    return
+  end
+  if not M.ready(ctx) then return end
+  require("cluster.addons").coredns(ctx)
+end
+
+function M.kube_proxy(ctx)
+  if skip_non_cp(ctx, "kube-proxy") then return end
+  local cl = ctx.cfg.cluster
+  if cl.proxy and cl.proxy.disabled then
+    log.info("[upgrade/addon] Skipping the addon/kube-proxy phase. The addon is disabled.")
+    return
+  end
+  if not ctx.data.proxy_configmap then
+    log.info("[upgrade/addon] Skipping the addon/kube-proxy phase. The kube-proxy ConfigMap %q does not exist.", "kube-proxy")
+    return
+  end
+  if not M.ready(ctx) then return end
+  require("cluster.addons").kube_proxy(ctx)
+end
+
+return M

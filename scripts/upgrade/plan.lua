@@ -1,0 +1,186 @@
+-- `upgrade plan`: the versions running now (the API server's, the static Pods' images per node,
+-- the kubelets', etcd's, CoreDNS's and kube-proxy's) against the targets, which come only from
+-- the argument and the pinned reference release (config.constants) — never from the network.
+-- collect() reads the cluster; build() is pure (the spec feeds it facts); text/json/yaml print.
+local yaml = require "moonadm.yaml"
+local C = require "config.constants"
+local version = require "upgrade.version"
+
+local M = {}
+
+M.COMPONENTS = { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" }
+
+local function tag(image) return image and image:match(":([^:/]+)$") end
+
+-- facts = {cluster_version, kubelets = {{node, version}}, static = {component = {{node, image}}},
+--          coredns = image|nil, kube_proxy = image|nil, dns_disabled, proxy_disabled, local_etcd}
+function M.collect(c)
+  local f = { kubelets = {}, static = {}, local_etcd = true }
+  local v, err = c:call("GET", "/version")
+  if not v then return nil, "fetching the cluster version: " .. tostring(err) end
+  f.cluster_version = v.gitVersion
+  local nodes, nerr = c:list { apiVersion = "v1", kind = "Node" }
+  if not nodes then return nil, "listing the Nodes: " .. tostring(nerr) end
+  for _, n in ipairs(nodes.items or {}) do
+    f.kubelets[#f.kubelets + 1] = { node = n.metadata.name, version = ((n.status or {}).nodeInfo or {}).kubeletVersion }
+  end
+  table.sort(f.kubelets, function(a, b) return a.node < b.node end)
+  for _, comp in ipairs(M.COMPONENTS) do
+    local list = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
+      { label_selector = "component=" .. comp .. ",tier=control-plane" })
+    local rows = {}
+    for _, p in ipairs(list and list.items or {}) do
+      local ctr = p.spec and p.spec.containers and p.spec.containers[1]
+      rows[#rows + 1] = { node = p.spec.nodeName, image = ctr and ctr.image }
+    end
+    table.sort(rows, function(a, b) return (a.node or "") < (b.node or "") end)
+    f.static[comp] = rows
+  end
+  local dep = c:get { apiVersion = "apps/v1", kind = "Deployment", namespace = "kube-system", name = "coredns" }
+  f.coredns = dep and dep.spec.template.spec.containers[1].image
+  local ds = c:get { apiVersion = "apps/v1", kind = "DaemonSet", namespace = "kube-system", name = "kube-proxy" }
+  f.kube_proxy = ds and ds.spec.template.spec.containers[1].image
+  local cm = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
+  local text = cm and cm.data and cm.data.ClusterConfiguration
+  if text then
+    local cluster = require("config").load_cluster(text)
+    if cluster then
+      f.local_etcd = not (cluster.etcd and cluster.etcd.external)
+      f.dns_disabled = cluster.dns and cluster.dns.disabled
+      f.proxy_disabled = cluster.proxy and cluster.proxy.disabled
+      f.etcd_tag = cluster.etcd and cluster.etcd["local"] and cluster.etcd["local"].imageTag
+      f.dns_tag = cluster.dns and cluster.dns.imageTag
+    end
+  end
+  return f
+end
+
+--[[ The plan: {cluster_version, kubeadm_version, target, up_to_date, policy = version.check result,
+     kubelets = rows, components = rows, configs = rows}; a row = {name, node, current, target}. ]]
+function M.build(f, opts)
+  opts = opts or {}
+  local target = version.normalize(opts.target or C.kubernetes_version)
+  if not target then error(("[upgrade/versions] invalid version %q"):format(tostring(opts.target)), 0) end
+  local plan = { cluster_version = f.cluster_version, kubeadm_version = C.kubernetes_version, target = target,
+    kubelets = {}, components = {} }
+  plan.policy = version.check { target = target, cluster = f.cluster_version, kubelets = f.kubelets,
+    allow_experimental = opts.allow_experimental, allow_rc = opts.allow_rc }
+  local changes = false
+  local function row(list, name, node, current, tgt)
+    list[#list + 1] = { name = name, node = node or "", current = current or "", target = tgt }
+    if current ~= tgt then changes = true end
+  end
+  for _, k in ipairs(f.kubelets or {}) do row(plan.kubelets, "kubelet", k.node, k.version, target) end
+  for _, comp in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
+    for _, r in ipairs(f.static[comp] or {}) do row(plan.components, comp, r.node, tag(r.image), target) end
+  end
+  if f.kube_proxy and not f.proxy_disabled then row(plan.components, "kube-proxy", "", tag(f.kube_proxy), target) end
+  if f.coredns and not f.dns_disabled then
+    row(plan.components, "CoreDNS", "", tag(f.coredns), f.dns_tag or C.coredns_image_tag)
+  end
+  if f.local_etcd ~= false then
+    for _, r in ipairs(f.static.etcd or {}) do row(plan.components, "etcd", r.node, tag(r.image), f.etcd_tag or C.etcd_image_tag) end
+  end
+  plan.up_to_date = not changes and version.compare(target, f.cluster_version) == 0
+  plan.configs = {
+    { group = "kubeproxy.config.k8s.io", current = "v1alpha1", preferred = "v1alpha1", manual = false },
+    { group = "kubelet.config.k8s.io", current = "v1beta1", preferred = "v1beta1", manual = false },
+  }
+  return plan
+end
+
+-- Go's tabwriter as kubectl/kubeadm print tables (padding 3).
+local function table_text(header, rows)
+  local w = {}
+  local all = { header }
+  for _, r in ipairs(rows) do all[#all + 1] = r end
+  for _, r in ipairs(all) do for i, c in ipairs(r) do w[i] = math.max(w[i] or 0, #c) end end
+  local out = {}
+  for _, r in ipairs(all) do
+    local parts = {}
+    for i, c in ipairs(r) do parts[i] = i < #r and (c .. (" "):rep(w[i] - #c + 3)) or c end
+    out[#out + 1] = (table.concat(parts):gsub("%s+$", ""))
+  end
+  return table.concat(out, "\n")
+end
+
+function M.text(plan)
+  local o = {}
+  o[#o + 1] = ("[upgrade/versions] Cluster version: %s"):format(plan.cluster_version)
+  o[#o + 1] = ("[upgrade/versions] kubeadm version: %s"):format(plan.kubeadm_version)
+  o[#o + 1] = ("[upgrade/versions] Target version: %s"):format(plan.target)
+  o[#o + 1] = ("[upgrade/versions] Latest version in the %s series: %s"):format(version.minor_text(plan.target), plan.target)
+  o[#o + 1] = ""
+  for _, m in ipairs(plan.policy.warnings) do o[#o + 1] = "[WARNING] " .. m end
+  for _, m in ipairs(plan.policy.skippable) do o[#o + 1] = "[WARNING] (needs --force) " .. m end
+  for _, m in ipairs(plan.policy.mandatory) do o[#o + 1] = "[ERROR] " .. m end
+  if plan.up_to_date then
+    o[#o + 1] = "Awesome, you're up-to-date! Enjoy!"
+    o[#o + 1] = ""
+  elseif #plan.policy.mandatory == 0 then
+    o[#o + 1] = "Components that must be upgraded manually after you have upgraded the control plane with 'moonadm upgrade apply':"
+    local rows = {}
+    for _, r in ipairs(plan.kubelets) do rows[#rows + 1] = { r.name, r.node, r.current, r.target } end
+    o[#o + 1] = table_text({ "COMPONENT", "NODE", "CURRENT", "TARGET" }, rows)
+    o[#o + 1] = ""
+    o[#o + 1] = ("Upgrade to the latest version in the %s series:"):format(version.minor_text(plan.target))
+    o[#o + 1] = ""
+    rows = {}
+    for _, r in ipairs(plan.components) do rows[#rows + 1] = { r.name, r.node, r.current, r.target } end
+    o[#o + 1] = table_text({ "COMPONENT", "NODE", "CURRENT", "TARGET" }, rows)
+    o[#o + 1] = ""
+    o[#o + 1] = "You can now apply the upgrade by executing the following command:"
+    o[#o + 1] = ""
+    o[#o + 1] = "\tmoonadm upgrade apply " .. plan.target
+    o[#o + 1] = ""
+  end
+  o[#o + 1] = ("_"):rep(69)
+  o[#o + 1] = ""
+  o[#o + 1] = "The table below shows the current state of component configs as understood by this version of kubeadm."
+  o[#o + 1] = "Configs that have a \"yes\" mark in the \"MANUAL UPGRADE REQUIRED\" column require manual config upgrade or"
+  o[#o + 1] = "resetting to kubeadm defaults before a successful upgrade can be performed. The version to manually"
+  o[#o + 1] = "upgrade to is denoted in the \"PREFERRED VERSION\" column."
+  o[#o + 1] = ""
+  local rows = {}
+  for _, r in ipairs(plan.configs) do rows[#rows + 1] = { r.group, r.current, r.preferred, r.manual and "yes" or "no" } end
+  o[#o + 1] = table_text({ "API GROUP", "CURRENT VERSION", "PREFERRED VERSION", "MANUAL UPGRADE REQUIRED" }, rows)
+  o[#o + 1] = ("_"):rep(69)
+  return table.concat(o, "\n") .. "\n"
+end
+
+-- output.kubeadm.k8s.io/v1alpha3 UpgradePlan.
+function M.object(plan)
+  local comps = {}
+  for _, list in ipairs { plan.kubelets, plan.components } do
+    for _, r in ipairs(list) do
+      comps[#comps + 1] = { name = r.name, currentVersion = r.current, newVersion = r.target,
+        nodeName = r.node ~= "" and r.node or nil }
+    end
+  end
+  local configs = {}
+  for _, r in ipairs(plan.configs) do
+    configs[#configs + 1] = { configGroup = r.group, currentVersion = r.current, preferredVersion = r.preferred,
+      manualUpgradeRequired = r.manual }
+  end
+  local ups = {}
+  if not plan.up_to_date and #plan.policy.mandatory == 0 then
+    ups[1] = { description = ("version in the %s series"):format(version.minor_text(plan.target)), components = comps }
+  end
+  return { apiVersion = "output.kubeadm.k8s.io/v1alpha3", kind = "UpgradePlan", availableUpgrades = ups,
+    configVersions = configs }
+end
+
+function M.json(plan)
+  local json = require "kube.json"
+  local o = M.object(plan)
+  setmetatable(o.availableUpgrades, json.array_mt)
+  return (json.encode(o):gsub("\\/", "/")) .. "\n"
+end
+
+function M.yaml(plan)
+  local o = M.object(plan)
+  setmetatable(o.availableUpgrades, yaml.array_mt)
+  return yaml.encode(o)
+end
+
+return M

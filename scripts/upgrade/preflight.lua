@@ -1,0 +1,122 @@
+-- Preflight of `upgrade apply|node`: the cluster's health (API server ready, control-plane Nodes
+-- Ready, this node's static Pod manifests present), the version policy against the cluster's
+-- version and its kubelets, --print-config, and kubeadm's confirmation prompt unless --yes.
+local log = require "log"
+local yaml = require "moonadm.yaml"
+local config = require "config"
+local capi = require "cluster.api"
+local data = require "upgrade.data"
+local version = require "upgrade.version"
+
+local M = {}
+
+local function ignored(ctx, name)
+  local list = {}
+  for _, x in ipairs(ctx.flags and ctx.flags["ignore-preflight-errors"] or {}) do list[#list + 1] = x end
+  for _, x in ipairs(data.part(ctx).ignorePreflightErrors or {}) do list[#list + 1] = x end
+  for _, x in ipairs(list) do
+    if x:lower() == "all" or x:lower() == name:lower() then return true end
+  end
+  return false
+end
+
+-- The kubelet versions of every Node: {{node=, version=}}.
+function M.kubelets(c)
+  local list, err = c:list { apiVersion = "v1", kind = "Node" }
+  if not list then return nil, err end
+  local out = {}
+  for _, n in ipairs(list.items or {}) do
+    out[#out + 1] = { node = n.metadata.name, version = ((n.status or {}).nodeInfo or {}).kubeletVersion,
+      ready = M.ready(n), control_plane = (n.metadata.labels or {})["node-role.kubernetes.io/control-plane"] ~= nil }
+  end
+  return out
+end
+
+function M.ready(n)
+  for _, cond in ipairs((n.status or {}).conditions or {}) do
+    if cond.type == "Ready" then return cond.status == "True" end
+  end
+  return false
+end
+
+-- kubeadm's health checks; errors are collected and reported together.
+function M.health(ctx, c, nodes)
+  log.info("[upgrade] Running cluster health checks")
+  local errs = {}
+  local function check(name, ok, msg)
+    if ok then return end
+    if ignored(ctx, name) then log.warn("[preflight] %s: %s (ignored)", name, msg)
+    else errs[#errs + 1] = ("\t[ERROR %s]: %s"):format(name, msg) end
+  end
+  local resp, err = c:raw("GET", "/readyz")
+  check("APIServerReady", resp and resp.status == 200,
+    "the API server is not ready: " .. (resp and ("HTTP " .. resp.status) or tostring(err)))
+  local bad = {}
+  for _, n in ipairs(nodes) do if n.control_plane and not n.ready then bad[#bad + 1] = n.node end end
+  check("ControlPlaneNodesReady", #bad == 0, "there are NotReady control-planes in the cluster: [" ..
+    table.concat(bad, " ") .. "]")
+  if data.is_control_plane(ctx) then
+    local missing = {}
+    for _, comp in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
+      if not ctx:exists(("/etc/kubernetes/manifests/%s.yaml"):format(comp)) then missing[#missing + 1] = comp end
+    end
+    check("StaticPodManifest", #missing == 0, "the static Pod manifests of these components are missing: " ..
+      table.concat(missing, ", "))
+  end
+  if #errs > 0 then
+    error("[preflight] Some fatal errors occurred:\n" .. table.concat(errs, "\n") ..
+      "\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`", 0)
+  end
+end
+
+function M.confirm(ctx)
+  if ctx.flags.yes or ctx.dry_run then return end
+  io.stdout:write("[upgrade] Are you sure you want to proceed? [y/N]: ")
+  io.stdout:flush()
+  local answer = io.stdin:read("l")
+  if not answer or not answer:match("^%s*[yY]") then
+    error("won't proceed; the user didn't answer (Y|y) in order to continue", 0)
+  end
+end
+
+function M.apply(ctx)
+  local c = capi.admin(ctx)
+  log.info("[preflight] Running pre-flight checks.")
+  local nodes, nerr = M.kubelets(c)
+  if not nodes then error("[upgrade] listing the Nodes: " .. tostring(nerr), 0) end
+  M.health(ctx, c, nodes)
+  local current, verr = data.cluster_version(c)
+  if not current then error("[upgrade/version] fetching the cluster version: " .. tostring(verr), 0) end
+  local target = ctx.cfg.cluster.kubernetesVersion
+  local part = data.part(ctx)
+  log.info("[upgrade/version] You have chosen to upgrade to version %q", target)
+  log.info("[upgrade/versions] Cluster version: %s", current)
+  log.info("[upgrade/versions] kubeadm version: %s", config.constants.kubernetes_version)
+  local r = version.check { target = target, cluster = current, kubelets = nodes,
+    allow_experimental = part.allowExperimentalUpgrades, allow_rc = part.allowRCUpgrades }
+  version.enforce(r, part.forceUpgrade or (ctx.flags and ctx.flags.force))
+  ctx.data.upgrade_from = current
+  if part.printConfig or (ctx.flags and ctx.flags["print-config"]) then
+    log.info("[upgrade/config] Configuration used:")
+    log.result(yaml.encode(config.cluster_for_upload(ctx.cfg.cluster)))
+  end
+  M.confirm(ctx)
+end
+
+function M.node(ctx)
+  log.info("[preflight] Running pre-flight checks")
+  if not data.is_control_plane(ctx) then
+    log.info("[preflight] Skipping prepull. Not a control plane node.")
+    return
+  end
+  local target = ctx.cfg.cluster.kubernetesVersion
+  log.info("[upgrade] Upgrading this control-plane node to the cluster's version %s", tostring(target))
+  local v = version.parse(target or "")
+  local k = version.parse(config.constants.kubernetes_version)
+  if v and v.minor > k.minor then
+    error(("[upgrade] the cluster's version %s is newer than this kubeadm (%s): upgrade moonadm first"):format(
+      target, config.constants.kubernetes_version), 0)
+  end
+end
+
+return M

@@ -1,0 +1,222 @@
+-- `moonadm upgrade`: the version policy (scripts/upgrade/version.lua), the plan built from facts
+-- and its printers (scripts/upgrade/plan.lua), the manifest diff, the NodeLocalCRISocket flags
+-- migration, the kubelet.conf server rewrite and the addon gate. The lab e2e
+-- (tests/e2e/upgrade_spec.lua) runs the phases for real.
+local cjson = require "cjson"
+local yaml = require "moonadm.yaml"
+local version = require "upgrade.version"
+local plan = require "upgrade.plan"
+local diff = require "upgrade.diff"
+local kubeletconfig = require "upgrade.kubeletconfig"
+local kubeconfig = require "upgrade.kubeconfig"
+local addon = require "upgrade.addon"
+local C = require "config.constants"
+
+local function check(target, cluster, extra)
+  local o = { target = target, cluster = cluster }
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return version.check(o)
+end
+
+describe("upgrade version policy", function()
+  it("parses and compares versions", function()
+    assert.same({ 1, 35, 4 }, { version.parse("v1.35.4").major, version.parse("1.35.4").minor, version.parse("v1.35.4").patch })
+    assert.equal("v1.35.4", version.normalize("1.35.4"))
+    assert.is_nil(version.parse("1.35"))
+    assert.equal(-1, version.compare("v1.36.0-rc.1", "v1.36.0"))
+    assert.equal(1, version.compare("v1.35.10", "v1.35.9"))
+    assert.equal(0, version.compare("v1.35.4", "1.35.4"))
+  end)
+
+  it("allows the same version (kubeadm's reconfiguration) and a patch upgrade", function()
+    local r = check("v1.35.4", "v1.35.4")
+    assert.same({}, r.mandatory); assert.same({}, r.skippable)
+    r = check("v1.35.4", "v1.35.1")
+    assert.same({}, r.mandatory); assert.same({}, r.skippable)
+  end)
+
+  it("allows one minor up and refuses two", function()
+    local r = check("v1.35.4", "v1.34.2")
+    assert.same({}, r.mandatory); assert.same({}, r.skippable)
+    r = check("v1.35.4", "v1.33.0")
+    assert.equal(1, #r.mandatory > 0 and 1 or 0)
+    assert.matches("only 1 minor version at a time", table.concat(r.mandatory, "\n"))
+  end)
+
+  it("refuses a downgrade across minors (mandatory) and a patch downgrade without --force", function()
+    local r = check("v1.34.9", "v1.35.0")
+    assert.matches("downgrading across minor versions is not supported", table.concat(r.mandatory, "\n"))
+    r = check("v1.35.1", "v1.35.4")
+    assert.same({}, r.mandatory)
+    assert.matches("Downgrades are not supported yet", r.skippable[1])
+    assert.has_no.errors(function() version.enforce(r, true, function() end) end)
+    assert.has_error(function() version.enforce(r, false, function() end) end)
+  end)
+
+  it("needs --force for a version newer than kubeadm, and the allow flags for pre-releases", function()
+    local r = check("v1.36.0", "v1.35.4")
+    assert.same({}, r.mandatory)
+    assert.matches("higher than the kubeadm version", r.skippable[1])
+    r = check("v1.35.5-rc.0", "v1.35.4")
+    assert.matches("unstable version", table.concat(r.skippable, "\n"))
+    r = check("v1.35.5-rc.0", "v1.35.4", { allow_rc = true })
+    assert.is_nil(table.concat(r.skippable, "\n"):match("unstable"))
+    r = check("v1.35.5-alpha.1", "v1.35.4", { allow_rc = true })
+    assert.matches("unstable version", table.concat(r.skippable, "\n"))
+  end)
+
+  it("refuses targets below the minimum control plane kubeadm deploys", function()
+    local r = check("v1.33.5", "v1.33.1")
+    assert.matches("minimum supported version", table.concat(r.mandatory, "\n"))
+  end)
+
+  it("warns about kubelets too old or newer than the target, never fails on them", function()
+    local r = check("v1.35.4", "v1.35.4", { kubelets = {
+      { node = "a", version = "v1.31.0" }, { node = "b", version = "v1.32.0" }, { node = "c", version = "v1.36.1" } } })
+    assert.same({}, r.mandatory); assert.same({}, r.skippable)
+    local w = table.concat(r.warnings, "\n")
+    assert.matches("too old.-a %(v1%.31%.0%)", w)
+    assert.is_nil(w:match("b %(v1%.32"))
+    assert.matches("newer than the control plane.-c %(v1%.36%.1%)", w)
+  end)
+
+  it("enforce names every error and the --force hint", function()
+    local r = check("v1.37.0", "v1.35.4")
+    local ok, err = pcall(version.enforce, r, false, function() end)
+    assert.is_false(ok)
+    assert.matches("FATAL", err)
+    assert.matches("only 1 minor", err)
+    ok = pcall(version.enforce, r, true, function() end)
+    assert.is_false(ok) -- mandatory stays fatal with --force
+  end)
+end)
+
+local FACTS = {
+  cluster_version = "v1.34.3",
+  kubelets = { { node = "cp1", version = "v1.34.3" }, { node = "w1", version = "v1.34.3" } },
+  static = {
+    ["kube-apiserver"] = { { node = "cp1", image = "registry.k8s.io/kube-apiserver:v1.34.3" } },
+    ["kube-controller-manager"] = { { node = "cp1", image = "registry.k8s.io/kube-controller-manager:v1.34.3" } },
+    ["kube-scheduler"] = { { node = "cp1", image = "registry.k8s.io/kube-scheduler:v1.34.3" } },
+    etcd = { { node = "cp1", image = "registry.k8s.io/etcd:3.6.5-0" } },
+  },
+  coredns = "registry.k8s.io/coredns/coredns:v1.12.1",
+  kube_proxy = "registry.k8s.io/kube-proxy:v1.34.3",
+  local_etcd = true,
+}
+
+describe("upgrade plan", function()
+  it("targets the pinned release when no version is given, never the network", function()
+    local p = plan.build(FACTS)
+    assert.equal(C.kubernetes_version, p.target)
+    assert.is_false(p.up_to_date)
+    local names = {}
+    for _, r in ipairs(p.components) do names[#names + 1] = r.name .. "@" .. r.node .. "=" .. r.current .. ">" .. r.target end
+    assert.same({
+      "kube-apiserver@cp1=v1.34.3>" .. C.kubernetes_version, "kube-controller-manager@cp1=v1.34.3>" .. C.kubernetes_version,
+      "kube-scheduler@cp1=v1.34.3>" .. C.kubernetes_version, "kube-proxy@=v1.34.3>" .. C.kubernetes_version,
+      "CoreDNS@=v1.12.1>" .. C.coredns_image_tag, "etcd@cp1=3.6.5-0>" .. C.etcd_image_tag }, names)
+    assert.equal(2, #p.kubelets)
+  end)
+
+  it("prints kubeadm's tables and the apply command", function()
+    local t = plan.text(plan.build(FACTS))
+    assert.matches("%[upgrade/versions%] Cluster version: v1%.34%.3", t)
+    assert.matches("COMPONENT%s+NODE%s+CURRENT%s+TARGET", t)
+    assert.matches("kube%-apiserver%s+cp1%s+v1%.34%.3%s+v1%.35%.4", t)
+    assert.matches("kubelet%s+w1%s+v1%.34%.3", t)
+    assert.matches("moonadm upgrade apply v1%.35%.4", t)
+    assert.matches("kubelet%.config%.k8s%.io%s+v1beta1%s+v1beta1%s+no", t)
+  end)
+
+  it("says up-to-date when everything runs the target", function()
+    local f = cjson.decode(cjson.encode(FACTS))
+    f.cluster_version = "v1.35.4"
+    for _, k in ipairs(f.kubelets) do k.version = "v1.35.4" end
+    for comp, rows in pairs(f.static) do
+      for _, r in ipairs(rows) do r.image = r.image:gsub(":.*$", comp == "etcd" and ":" .. C.etcd_image_tag or ":v1.35.4") end
+    end
+    f.coredns = "registry.k8s.io/coredns/coredns:" .. C.coredns_image_tag
+    f.kube_proxy = "registry.k8s.io/kube-proxy:v1.35.4"
+    local p = plan.build(f)
+    assert.is_true(p.up_to_date)
+    assert.matches("Awesome, you're up%-to%-date! Enjoy!", plan.text(p))
+    assert.same({}, cjson.decode(plan.json(p)).availableUpgrades)
+  end)
+
+  it("-o json and -o yaml are output.kubeadm.k8s.io/v1alpha3 UpgradePlan", function()
+    local p = plan.build(FACTS, { target = "v1.35.4" })
+    local j = cjson.decode(plan.json(p))
+    assert.equal("UpgradePlan", j.kind)
+    assert.equal("output.kubeadm.k8s.io/v1alpha3", j.apiVersion)
+    assert.equal(1, #j.availableUpgrades)
+    local first = j.availableUpgrades[1].components[1]
+    assert.same({ name = "kubelet", currentVersion = "v1.34.3", newVersion = "v1.35.4", nodeName = "cp1" }, first)
+    assert.is_nil(plan.json(p):find("\\/", 1, true))
+    local y = yaml.decode(plan.yaml(p))[1]
+    assert.equal("UpgradePlan", y.kind)
+    assert.equal(2, #y.configVersions)
+  end)
+
+  it("reports a two-minor jump as an error and offers no upgrade", function()
+    local f = cjson.decode(cjson.encode(FACTS))
+    f.cluster_version = "v1.33.0"
+    local p = plan.build(f)
+    assert.is_true(#p.policy.mandatory > 0)
+    assert.matches("%[ERROR%]", plan.text(p))
+    assert.same({}, cjson.decode(plan.json(p)).availableUpgrades)
+  end)
+
+  it("leaves out disabled addons and external etcd", function()
+    local f = cjson.decode(cjson.encode(FACTS))
+    f.dns_disabled, f.proxy_disabled, f.local_etcd = true, true, false
+    local names = {}
+    for _, r in ipairs(plan.build(f).components) do names[r.name] = true end
+    assert.is_nil(names.CoreDNS); assert.is_nil(names["kube-proxy"]); assert.is_nil(names.etcd)
+  end)
+end)
+
+describe("upgrade helpers", function()
+  it("diffs manifests as unified hunks", function()
+    local a = "a\nb\nc\nd\ne\nf\ng\nh\n"
+    local b = "a\nb\nc\nD\ne\nf\ng\nh\ni\n"
+    local d = diff.unified(a, b, "old", "new", 1)
+    assert.equal("--- old\n+++ new\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n@@ -8,1 +8,2 @@\n h\n+i\n", d)
+    assert.equal("", diff.unified(a, a))
+  end)
+
+  it("migrates --container-runtime-endpoint out of kubeadm-flags.env (seed 002)", function()
+    local text = 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///run/crio/crio.sock --hostname-override=n1 --v=2"\n'
+    local new, sock = kubeletconfig.strip_cri_flag(text)
+    assert.equal("unix:///run/crio/crio.sock", sock)
+    assert.equal('KUBELET_KUBEADM_ARGS="--hostname-override=n1 --v=2"\n', new)
+    new, sock = kubeletconfig.strip_cri_flag('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint unix:///x.sock --v=2"\n')
+    assert.equal("unix:///x.sock", sock)
+    assert.equal('KUBELET_KUBEADM_ARGS="--v=2"\n', new)
+    assert.is_nil(kubeletconfig.strip_cri_flag('KUBELET_KUBEADM_ARGS="--v=2"\n'))
+  end)
+
+  it("rewrites kubelet.conf's server only when it is the control-plane endpoint (seed 000)", function()
+    local kc = yaml.encode { apiVersion = "v1", kind = "Config", ["current-context"] = "k@c",
+      contexts = { { name = "k@c", context = { cluster = "c", user = "k" } } },
+      clusters = { { name = "c", cluster = { server = "https://lb:6443", ["certificate-authority-data"] = "AA==" } } },
+      users = { { name = "k", user = { ["client-certificate"] = "/var/lib/kubelet/pki/kubelet-client-current.pem" } } } }
+    local new = kubeconfig.rewrite(kc, "https://lb:6443", "https://10.0.0.1:6443")
+    local doc = yaml.decode(new)[1]
+    assert.equal("https://10.0.0.1:6443", doc.clusters[1].cluster.server)
+    assert.equal("AA==", doc.clusters[1].cluster["certificate-authority-data"])
+    local none, server = kubeconfig.rewrite(kc, "https://other:6443", "https://10.0.0.1:6443")
+    assert.is_nil(none)
+    assert.equal("https://lb:6443", server)
+  end)
+
+  it("holds the addons back while a control plane runs another kube-apiserver image", function()
+    local function p(node, image)
+      return { spec = { nodeName = node, containers = { { name = "kube-apiserver", image = image } } } }
+    end
+    local img = "registry.k8s.io/kube-apiserver:v1.35.4"
+    assert.same({}, addon.not_upgraded({ p("cp1", img), p("cp2", img) }, img))
+    assert.same({ "cp2 (registry.k8s.io/kube-apiserver:v1.34.3)" },
+      addon.not_upgraded({ p("cp1", img), p("cp2", "registry.k8s.io/kube-apiserver:v1.34.3") }, img))
+  end)
+end)
