@@ -29,10 +29,20 @@ function M.checksum(data)
   return "sha256:" .. require("moonadm.pki").sha256_hex(table.concat(parts))
 end
 
+-- moonadm's experiments (ControlPlaneKubeletLocalMode=false) are the cluster's too, so joins follow
+-- them; they travel in an annotation kubeadm ignores, never in featureGates (design.md's contract).
+local function experiment_annotations(cluster)
+  local fg = cluster.featureGates or {}
+  if fg.ControlPlaneKubeletLocalMode == false then
+    return { [require("join.data").EXPERIMENT_ANNOTATION] = "ControlPlaneKubeletLocalMode=false" }
+  end
+end
+
 function M.kubeadm_objects(cluster)
   local text = config.encode_cluster(cluster)
   return {
-    { apiVersion = "v1", kind = "ConfigMap", metadata = { name = M.KUBEADM_CONFIG, namespace = M.NS },
+    { apiVersion = "v1", kind = "ConfigMap", metadata = { name = M.KUBEADM_CONFIG, namespace = M.NS,
+      annotations = experiment_annotations(cluster) },
       data = { ClusterConfiguration = text } },
     rbac.role(M.NS, M.NODES_KUBEADM_CONFIG, { rbac.rule({ "" }, { "configmaps" }, { "get" }, { M.KUBEADM_CONFIG }) }),
     rbac.role_binding(M.NS, M.NODES_KUBEADM_CONFIG, M.NODES_KUBEADM_CONFIG,

@@ -18,6 +18,7 @@ local M = {}
 
 M.INTERVAL = tonumber(os.getenv("MOONADM_WAIT_INTERVAL") or "") or 0.1
 M.MANIFESTS = "/etc/kubernetes/manifests"
+M.PROBE_TIMEOUT = 0.25
 
 -- "--name=value", "-name=value" or "--name value" → value (last wins), as kubeadm's parser.
 function M.arg(command, name)
@@ -94,9 +95,12 @@ function M.components_healthy(comps, timeout, opts)
     capi.go_duration(timeout))
   for _, c in ipairs(comps) do
     log.info("[control-plane-check] Checking %s at %s", c.name, c.url)
-    c.handle = assert(api.new { server = c.server, insecure = true, connect_timeout = 1, timeout = 2,
+    c.handle = assert(api.new { server = c.server, insecure = true, connect_timeout = 0.5, timeout = 4,
       user_agent = "moonadm/control-plane-check" })
     c.probes = 0
+    -- probes are sequential: a short per-probe timeout keeps one hanging component from delaying
+    -- the others' checks; it doubles after each timeout so a slow but healthy endpoint gets through
+    c.timeout = M.PROBE_TIMEOUT
   end
   local t0 = core.now()
   local deadline = t0 + timeout
@@ -104,7 +108,7 @@ function M.components_healthy(comps, timeout, opts)
   while pending > 0 do
     for _, c in ipairs(comps) do
       if not c.ok then
-        local resp, err = c.handle:request { method = "GET", path = c.path, timeout = 2 }
+        local resp, err, kind = c.handle:request { method = "GET", path = c.path, timeout = c.timeout }
         local now = core.now()
         c.probes = c.probes + 1
         if resp and resp.status == 200 then
@@ -117,6 +121,8 @@ function M.components_healthy(comps, timeout, opts)
         else
           c.last_fail = now
           c.last_err = resp and ("HTTP " .. resp.status) or tostring(err)
+          if kind == "timeout" then c.timeout = math.min(c.timeout * 2, 4) else c.timeout = M.PROBE_TIMEOUT end
+          log.v(3, "[control-plane-check] %s: %s", c.name, c.last_err)
         end
       end
     end
