@@ -45,6 +45,7 @@ function M.prepare(ctx)
   if exp then
     local extra = config.parse_feature_gates(exp)
     for k, v in pairs(extra or {}) do gates[k] = v end
+    log.warn("this cluster runs moonadm's experiment %s (annotation %s): this join follows it", exp, M.EXPERIMENT_ANNOTATION)
   end
   ctx.gates = gates
   local kcm = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubelet-config" }
