@@ -237,11 +237,24 @@ function M.proxy_objects(cluster, user, server, advertise)
   }
 end
 
+-- --print-manifest: the objects as YAML documents, in the order kubeadm prints them; no API call.
+local function print_manifest(objs)
+  local yaml_ = require "moonadm.yaml"
+  local out = {}
+  for _, o in ipairs(objs) do out[#out + 1] = "---\n" .. yaml_.encode(o) end
+  log.result(table.concat(out))
+end
+
 function M.coredns(ctx)
   local cluster = ctx.cfg.cluster
   if cluster.dns and cluster.dns.disabled then
     log.info("[addons] Skipping the CoreDNS addon: dns.disabled is set")
     return
+  end
+  if ctx.flags and ctx.flags["print-manifest"] then
+    local o = M.coredns_objects(cluster)
+    o[5] = require("patches").apply_for(ctx, "corednsdeployment", o[5])
+    return print_manifest { o[5], o[4], o[6], o[2], o[3], o[1] }
   end
   local c = capi.admin(ctx)
   local replicas
@@ -261,10 +274,13 @@ function M.kube_proxy(ctx)
     log.info("[addons] Skipping the kube-proxy addon: proxy.disabled is set")
     return
   end
-  local c = capi.admin(ctx)
   local ep = require "pki.endpoint"
   local adv = ep.advertise_address(ctx)
   local server = ep.cpe_url(cluster, adv, ep.bind_port(ctx))
+  if ctx.flags and ctx.flags["print-manifest"] then
+    return print_manifest(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv))
+  end
+  local c = capi.admin(ctx)
   for _, o in ipairs(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv)) do capi.apply(ctx, c, o) end
   log.info("[addons] Applied essential addon: kube-proxy")
 end

@@ -34,9 +34,26 @@ end
 function M.admin(ctx)
   if ctx.data.client then return ctx.data.client end
   if ctx.data.client_override then ctx.data.client = ctx.data.client_override return ctx.data.client end
+  if ctx.dry_run then
+    -- --dry-run calls no API: the phases print what they would do; a call slipping through fails loudly
+    ctx.data.client = setmetatable({}, { __index = function(_, k)
+      return function() error(("--dry-run: no API call (%s) is made"):format(k), 0) end
+    end })
+    return ctx.data.client
+  end
   local c = require("cluster.admin").ensure(ctx)
   ctx.data.client = c
   return c
+end
+
+-- admin.conf parsed (server, ca_pem, ...), read through ctx (so --dry-run sees this run's file).
+function M.admin_kubeconfig(ctx)
+  local text, err = ctx:read(M.ADMIN_CONF)
+  if not text then error(("reading %s: %s"):format(M.ADMIN_CONF, tostring(err)), 0) end
+  local kc, perr = require("kube.kubeconfig").parse(text, { filename = M.ADMIN_CONF, base_dir = "/etc/kubernetes",
+    read = function(p) return ctx:read(p) end })
+  if not kc then error(tostring(perr), 0) end
+  return kc
 end
 
 -- The ref text of an object for messages: Kind ns/name.

@@ -2,7 +2,6 @@
 -- control-plane) join command. The token is this run's first bootstrap token; when bootstrap-token
 -- did not run in this process (--resume, or `init phase show-join-command` with a generated token)
 -- the longest-lived authentication token of the default group is read back from the cluster.
-local fs = require "moonadm.fs"
 local log = require "log"
 local capi = require "cluster.api"
 local tokens = require "cluster.tokens"
@@ -47,8 +46,7 @@ function M.token(ctx)
 end
 
 function M.run(ctx)
-  local kc, err = require("kube.kubeconfig").load(fs.path(capi.ADMIN_CONF))
-  if not kc then error(("reading %s: %s"):format(capi.ADMIN_CONF, tostring(err)), 0) end
+  local kc = capi.admin_kubeconfig(ctx)
   local skip_token = ctx.flags and ctx.flags["skip-token-print"]
   local token = skip_token and "<value withheld>" or M.token(ctx)
   local key

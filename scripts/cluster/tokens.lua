@@ -260,8 +260,7 @@ function M.run(ctx)
   for _, o in ipairs(r.rotate) do capi.apply(ctx, c, o) end
   log.info("[bootstrap-token] Configured RBAC rules to allow certificate rotation for all node client certificates in the cluster")
   log.info("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
-  local kc = require("kube.kubeconfig").load(require("moonadm.fs").path(capi.ADMIN_CONF))
-  if not kc then error("reading " .. capi.ADMIN_CONF .. " for the cluster-info ConfigMap", 0) end
+  local kc = capi.admin_kubeconfig(ctx)
   capi.ensure(ctx, c, M.cluster_info(kc.server, kc.ca_pem))
   for _, o in ipairs(r.clusterinfo) do capi.apply(ctx, c, o) end
 end

@@ -307,3 +307,21 @@ describe("upload-config", function()
     assert.is_nil(uploadconfig.kubelet_objects(cfg.cluster, { kind = "KubeletConfiguration" })[1].metadata.annotations)
   end)
 end)
+
+describe("init --dry-run", function()
+  local h = require "helpers"
+  it("runs every cluster-side phase without an API server, printing the objects", function()
+    local root = h.tmpdir()
+    local code, out, err = h.moonadm { "init", "--root", root, "--dry-run", "--node-runtime", "none",
+      "--ignore-preflight-errors=all", "--skip-token-print" }
+    h.rmrf(root)
+    assert.equal(0, code, out .. err)
+    for _, want in ipairs { "[dryrun] Would create or update ConfigMap kube-system/kubeadm-config",
+      "[dryrun] Would create Secret kube-system/bootstrap-token-", "[dryrun] Would patch Node",
+      "[dryrun] Would create ConfigMap kube-public/cluster-info if it does not exist",
+      "[dryrun] Would create or update Deployment kube-system/coredns", "[upload-certs] Skipping phase. Please see --upload-certs",
+      "--token <value withheld>" } do
+      assert.matches(want, out, 1, true)
+    end
+  end)
+end)
