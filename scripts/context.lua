@@ -44,7 +44,12 @@ function M:write(path, data, mode)
     err = changed
   end
   if not ok then error(("writing %s: %s"):format(path, err), 0) end
-  self.artifacts[path] = core.sha256(data)
+  local sum = core.sha256(data)
+  self.artifacts[path] = sum
+  if self.journal and not self.dry_run then
+    local jok, jerr = self.journal:artifact(path, sum)
+    if not jok then error(("journal: %s"):format(jerr), 0) end
+  end
   return changed
 end
 

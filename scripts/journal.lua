@@ -31,16 +31,30 @@ function M:done(path, digest)
   return e ~= nil and e.digest == digest
 end
 
-function M:record(path, digest, artifacts)
-  self.data.phases[path] = { digest = digest, done = os.time(), artifacts = artifacts }
+function M:save()
   local ok, err = fs.mkdir(M.DIR, "0700")
   if not ok then return nil, err end
   return fs.write(self.path, cjson.encode(self.data), "0600")
 end
 
+function M:record(path, digest, artifacts)
+  self.data.phases[path] = { digest = digest, done = os.time(), artifacts = artifacts }
+  return self:save()
+end
+
+-- Every file is recorded the moment it is written, before its phase ends: after a crash mid-phase
+-- the file is still known as ours (its phase is not: it runs again under --resume).
+function M:artifact(file, sum)
+  self.data.written = self.data.written or {}
+  self.data.written[file] = sum
+  return self:save()
+end
+
 -- Does the journal record this file, with exactly this content, as written by one of our phases?
 function M:owns(file, content)
   local sum = content and core.sha256(content)
+  local w = self.data.written and self.data.written[file]
+  if w and (sum == nil or w == sum) then return true end
   for _, e in pairs(self.data.phases) do
     local a = e.artifacts and e.artifacts[file]
     if a and (sum == nil or a == sum) then return true end
@@ -49,7 +63,7 @@ function M:owns(file, content)
 end
 
 function M:reset()
-  self.data.phases = {}
+  self.data.phases, self.data.written = {}, {}
   return fs.remove(self.path)
 end
 

@@ -14,7 +14,14 @@ local function path_name(prefix, path)
   return prefix .. path:gsub("/", "-")
 end
 
-function M.file_available(path)
+-- Under --resume, is `owner` (a file whose presence explains the finding: the manifest of the
+-- component holding a port, the bootstrap kubeconfig that made the kubelet write kubelet.conf) one
+-- of this engine's own artifacts?
+local function vouched(ctx, owner)
+  return owner and ctx.flags.resume and ctx.journal and ctx.journal:owns(owner)
+end
+
+function M.file_available(path, owner)
   return {
     name = path_name("FileAvailable-", path),
     run = function(ctx)
@@ -23,17 +30,22 @@ function M.file_available(path)
         log.v(1, "[preflight] %s was written by an earlier run of this flow (journal): accepted under --resume", path)
         return
       end
+      if vouched(ctx, owner) then
+        log.v(1, "[preflight] %s comes from %s, written by an earlier run of this flow: accepted under --resume", path, owner)
+        return
+      end
       return { { level = "error", msg = ("%s already exists"):format(path) } }
     end,
   }
 end
 
-function M.dir_available(path)
+function M.dir_available(path, owner)
   return {
     name = path_name("DirAvailable-", path),
     run = function(ctx)
       local entries = fs.list(path)
       if not entries or #entries == 0 then return end
+      if vouched(ctx, owner) then return end
       if ctx.flags.resume and ctx.journal then
         local all_ours = true
         for _, e in ipairs(entries) do
@@ -79,10 +91,11 @@ end
 
 -- Port-N: the port can be bound on the advertise address and on the wildcard address of its family
 -- (kubeadm binds ":N", so a listener on any address counts).
-function M.port_open(port, ip)
+function M.port_open(port, ip, owner)
   return {
     name = ("Port-%d"):format(port),
-    run = function()
+    run = function(ctx)
+      if ctx and vouched(ctx, owner) and fs.exists(owner) then return end
       local net = require "moonadm.net"
       local wild = ip and ip:find(":", 1, true) and "::" or "0.0.0.0"
       for _, addr in ipairs { ip or wild, wild } do
@@ -223,15 +236,17 @@ end
 
 -- Checks of a control-plane node: CPUs, memory, its ports, manifests absent, etcd data dir empty.
 function M.control_plane_checks(ctx, ip, bind_port)
-  local checks = { M.num_cpu, M.mem, M.port_open(bind_port, ip), M.port_open(10259, ip), M.port_open(10257, ip) }
+  local function manifest(c) return ("/etc/kubernetes/manifests/%s.yaml"):format(c) end
+  local checks = { M.num_cpu, M.mem, M.port_open(bind_port, ip, manifest("kube-apiserver")),
+    M.port_open(10259, ip, manifest("kube-scheduler")), M.port_open(10257, ip, manifest("kube-controller-manager")) }
   for _, c in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" } do
     checks[#checks + 1] = M.file_available(("/etc/kubernetes/manifests/%s.yaml"):format(c))
   end
   local etcd = ctx.cfg.cluster and ctx.cfg.cluster.etcd
   if not (etcd and etcd["external"]) then
-    checks[#checks + 1] = M.port_open(2379, ip)
-    checks[#checks + 1] = M.port_open(2380, ip)
-    checks[#checks + 1] = M.dir_available((etcd and etcd["local"] and etcd["local"].dataDir) or "/var/lib/etcd")
+    checks[#checks + 1] = M.port_open(2379, ip, manifest("etcd"))
+    checks[#checks + 1] = M.port_open(2380, ip, manifest("etcd"))
+    checks[#checks + 1] = M.dir_available((etcd and etcd["local"] and etcd["local"].dataDir) or "/var/lib/etcd", manifest("etcd"))
   end
   return checks
 end

@@ -146,7 +146,8 @@ function M.main(opts)
   end
   -- join: discovery and the cluster's configuration, before any phase (and before the flow's static
   -- check, which must see the cluster's gates). It writes nothing.
-  if opts.prepare then
+  -- (`join phase preflight` alone checks only this machine: no discovery, no network.)
+  if opts.prepare and run_opts.filter ~= "preflight" then
     local pok, perr = pcall(opts.prepare, ctx)
     if not pok then
       log.error(errors.message(perr))

@@ -16,6 +16,7 @@ M.flags = {
   { name = "kubernetes-version", type = "string", help = "Choose a specific Kubernetes version for the control plane (default: the pinned reference release)" },
   { name = "node-name", type = "string", help = "Specify the node name" },
   { name = "patches", type = "string", help = "Path to a directory that contains files named \"target[suffix][+patchtype].extension\"" },
+  { name = "print-manifest", type = "bool", help = "Print the addon manifests to STDOUT instead of installing them (with `init phase addon`)" },
   { name = "pod-network-cidr", type = "string", help = "Specify range of IP addresses for the pod network" },
   { name = "service-cidr", type = "string", help = "Use alternative range of IP address for service VIPs (default 10.96.0.0/12)" },
   { name = "service-dns-domain", type = "string", help = "Use alternative domain for services (default cluster.local)" },

@@ -56,7 +56,8 @@ local function need_root()
 end
 
 -- The binds that make a node's root appear at the canonical paths for a command run "on" it.
-local NODE_DIRS <const> = { "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd" }
+-- /var/lib/moonadm is the node's journal: each node has its own, as each machine would.
+local NODE_DIRS <const> = { "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/moonadm" }
 
 local function node_mounts(root)
   local m = {}
@@ -64,7 +65,23 @@ local function node_mounts(root)
     os.execute(("mkdir -p '%s%s'"):format(root, d))
     m[#m + 1] = { type = "bind", src = root .. d, dst = d }
   end
+  -- The node knows its own name and its peers', as a real site's DNS or /etc/hosts would say.
+  if io.open(root .. "/etc/hosts", "r") then
+    m[#m + 1] = { type = "bind", src = root .. "/etc/hosts", dst = "/etc/hosts", ro = true, file = true }
+  end
   return m
+end
+
+local function write_hosts(st)
+  local lines = { "127.0.0.1	localhost", "::1	localhost ip6-localhost ip6-loopback" }
+  for _, n in ipairs(st.nodes) do lines[#lines + 1] = n.ip .. "	" .. n.name end
+  local text = table.concat(lines, "\n") .. "\n"
+  for _, n in ipairs(st.nodes) do
+    os.execute(("mkdir -p '%s/etc'"):format(n.root))
+    local f = assert(io.open(n.root .. "/etc/hosts", "w"))
+    f:write(text)
+    f:close()
+  end
 end
 
 local function node_env(extra)
@@ -253,6 +270,7 @@ function M.up(argv)
     n.root = dir .. "/" .. n.name
   end
   state.save(dir, st)
+  write_hosts(st)
   local okup, uerr = pcall(function()
     net.bridge_up(flags.subnet, name)
     for _, n in ipairs(st.nodes) do

@@ -19,7 +19,8 @@ return {
     local join = ctx.cfg.join or {}
     local checks = {
       preflight.dir_available("/etc/kubernetes/manifests"),
-      preflight.file_available("/etc/kubernetes/kubelet.conf"),
+      -- kubelet.conf is the kubelet's, written after the TLS bootstrap our bootstrap-kubelet.conf started
+      preflight.file_available("/etc/kubernetes/kubelet.conf", "/etc/kubernetes/bootstrap-kubelet.conf"),
       preflight.file_available("/etc/kubernetes/bootstrap-kubelet.conf"),
       preflight.file_available(join.caCertPath or C.ca_cert_path),
     }
