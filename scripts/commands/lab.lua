@@ -134,6 +134,7 @@ local function teardown(dir, st, name)
   local pids = {}
   for _, n in ipairs(st.nodes or {}) do if n.kubelet_pid then pids[#pids + 1] = n.kubelet_pid end end
   if st.lb and st.lb.pid then pids[#pids + 1] = st.lb.pid end
+  for _, m in ipairs(st.etcd or {}) do if m.etcd_pid then pids[#pids + 1] = m.etcd_pid end end
   for _, pid in ipairs(pids) do proc.signal(pid, "TERM") end
   local deadline = core.monotonic() + 30
   for _, pid in ipairs(pids) do
@@ -188,6 +189,10 @@ local function init_config(st, node, user_config, gates)
   init.certificateKey = init.certificateKey or st.certificate_key
   st.certificate_key = init.certificateKey
   if st.endpoint and not cluster.controlPlaneEndpoint then cluster.controlPlaneEndpoint = st.endpoint end
+  if st.external and not cluster.etcd then
+    cluster.etcd = { external = { endpoints = st.external.endpoints, caFile = "/etc/kubernetes/pki/etcd/ca.crt",
+      certFile = "/etc/kubernetes/pki/apiserver-etcd-client.crt", keyFile = "/etc/kubernetes/pki/apiserver-etcd-client.key" } }
+  end
   if gates and next(gates) then
     cluster.featureGates = cluster.featureGates or {}
     for k, v in pairs(gates) do cluster.featureGates[k] = v end
@@ -228,6 +233,7 @@ function M.up(argv)
   local flags = parse({
     { name = "control-planes", type = "int", default = 1, help = "Number of control-plane nodes" },
     { name = "workers", type = "int", default = 0, help = "Number of worker nodes" },
+    { name = "external-etcd", type = "int", default = 0, help = "Run an external etcd cluster of N members (e1..eN) and use it instead of stacked etcd" },
     { name = "spares", type = "int", default = 0, help = "Nodes s1..sN with a kubelet but not joined (for experiments: `lab exec s1 -- moonadm join ...`)" },
     { name = "feature-gates", type = "string", help = "Feature gates for the init ClusterConfiguration" },
     { name = "config", type = "string", help = "A kubeadm config file for init (address and name are filled in)" },
@@ -269,6 +275,12 @@ function M.up(argv)
     n.ip = ("%s.%d"):format(flags.subnet, 10 + i)
     n.root = dir .. "/" .. n.name
   end
+  if flags["external-etcd"] > 0 then
+    st.etcd = {}
+    for i = 1, flags["external-etcd"] do
+      st.etcd[i] = { name = "e" .. i, ip = ("%s.%d"):format(flags.subnet, 200 + i), root = dir .. "/e" .. i }
+    end
+  end
   state.save(dir, st)
   write_hosts(st)
   local okup, uerr = pcall(function()
@@ -292,6 +304,24 @@ function M.up(argv)
       for _, b in ipairs(backends) do largv[#largv + 1] = "--backend"; largv[#largv + 1] = b end
       lb.pid = assert(proc.spawn { argv = largv, netns = net.netns_path("lb", name), log = dir .. "/lb.log", new_session = true })
       st.lb, st.endpoint = lb, lb.ip .. ":6443"
+      state.save(dir, st)
+    end
+    if st.etcd then
+      local ext = require "lab.external_etcd"
+      for _, m in ipairs(st.etcd) do net.node_up(m.name, m.ip, flags.subnet, name) end
+      local client, endpoints = ext.pki(dir, st.etcd)
+      ext.start(st, st.etcd, bin)
+      st.external = { endpoints = endpoints }
+      -- the first control plane holds the client files where kubeadm's docs put them
+      local pkidir = st.nodes[1].root .. "/etc/kubernetes/pki"
+      os.execute(("mkdir -p '%s/etcd'"):format(pkidir))
+      for file, text in pairs { ["etcd/ca.crt"] = client.ca, ["apiserver-etcd-client.crt"] = client.crt,
+        ["apiserver-etcd-client.key"] = client.key } do
+        local f = assert(io.open(pkidir .. "/" .. file, "w"))
+        f:write(text)
+        f:close()
+        os.execute(("chmod %s '%s/%s'"):format(file:match("%.key$") and "0600" or "0644", pkidir, file))
+      end
       state.save(dir, st)
     end
     local cp1 = st.nodes[1]

@@ -26,6 +26,20 @@ function M.client(ctx)
   local m, merr = members.new { endpoints = urls, cert_dir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki",
     client = "healthcheck", timeout = timeout }
   if not m then error("[etcd] " .. tostring(merr), 0) end
+  -- kubeadm's NewFromCluster then Sync(): the members' own client URLs replace the pods' list, so
+  -- a stale etcd mirror pod of a reset node does not count.
+  local synced = {}
+  for _, mem in ipairs(m:list() or {}) do
+    for _, u in ipairs(mem.client_urls or {}) do synced[#synced + 1] = u end
+  end
+  table.sort(synced)
+  table.sort(urls)
+  if #synced > 0 and table.concat(synced, ",") ~= table.concat(urls, ",") then
+    m:close()
+    m, merr = members.new { endpoints = synced, cert_dir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki",
+      client = "healthcheck", timeout = timeout }
+    if not m then error("[etcd] " .. tostring(merr), 0) end
+  end
   ctx.data.etcd = m
   return m
 end

@@ -342,10 +342,11 @@ function M:tick()
   -- kubelet.conf rewritten (kubelet-finalize, upgrade): reconnect with the new file
   if self:due("conf", 2) then
     local text = fs.read(KUBELET_CONF)
-    if text and text ~= self.client_conf then
+    if text ~= self.client_conf then
       self.client:close()
-      self.client = nil
-      log("kubelet.conf changed: reconnecting")
+      -- a new identity (or none, after a reset): register again, mirrors are found afresh
+      self.client, self.client_conf, self.node_uid, self.mirrors = nil, nil, nil, {}
+      log(text and "kubelet.conf changed: reconnecting" or "kubelet.conf removed (reset): idle until the node joins again")
       return
     end
   end
