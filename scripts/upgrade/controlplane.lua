@@ -30,21 +30,28 @@ function M.timestamp() return os.date("%Y-%m-%d-%H-%M-%S") end
 -- What the lab's kubelet stand-in puts in kubernetes.io/config.hash: the manifest's content hash.
 function M.content_hash(text) return core.sha256(text):sub(1, 32) end
 
--- Copies a directory tree (etcd's data dir) under the root.
+-- Copies a directory tree (etcd's data dir) under the root; returns the number of files copied.
 function M.copy_tree(src, dst)
   local ok, err = fs.mkdir(dst, "0700")
   if not ok then return nil, err end
-  for _, name in ipairs(fs.list(src) or {}) do
+  local list, lerr = fs.list(src)
+  if not list then return nil, lerr end
+  local n = 0
+  for _, name in ipairs(list) do
     local s, d = src .. "/" .. name, dst .. "/" .. name
-    local st = fs.stat(s)
-    if st and st.type == "dir" then
-      ok, err = M.copy_tree(s, d)
-    elseif st and st.type == "file" then
+    local st, serr = fs.stat(s)
+    if not st then return nil, serr end
+    if st.type == "directory" then
+      local k, cerr = M.copy_tree(s, d)
+      if not k then return nil, cerr end
+      n = n + k
+    elseif st.type == "file" then
       ok, err = fs.copy(s, d)
+      if not ok then return nil, err end
+      n = n + 1
     end
-    if not ok then return nil, err end
   end
-  return true
+  return n
 end
 
 local function mirror(c, component, node)
@@ -131,10 +138,14 @@ function M.rollback(ctx, st, reason)
     if not ok then errs[#errs + 1] = ("restoring %s: %s"):format(r.component, err)
     else log.info("[upgrade/rollback] Restored %s from %s", manifests.path(r.component), r.backup) end
   end
-  if st.etcd_failed and st.etcd_backup then
+  if st.etcd_failed and st.etcd_backup and (st.etcd_backup_files or 0) > 0 then
+    -- kubeadm's rollbackEtcdData; the failed data dir is kept next to the backup first
     local ddir = require("manifests.etcd").data_dir(ctx.cfg.cluster)
-    log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s", ddir, st.etcd_backup)
-    local ok, err = fs.remove_tree(ddir)
+    local failed = st.etcd_backup .. "-failed"
+    log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s (the data it had is kept in %s)", ddir,
+      st.etcd_backup, failed)
+    local ok, err = M.copy_tree(ddir, failed)
+    if ok then ok, err = fs.remove_tree(ddir) end
     if ok then ok, err = M.copy_tree(st.etcd_backup, ddir) end
     if not ok then errs[#errs + 1] = ("restoring the etcd data: %s"):format(err) end
   end
@@ -210,8 +221,10 @@ function M.run(ctx, opts)
     if old ~= new and not ctx.dry_run then
       st.etcd_backup = ("%s/kubeadm-backup-etcd-%s/etcd"):format(M.TMP, st.ts)
       log.info("[upgrade/etcd] Backing up the etcd data dir %s to %s", ddir, st.etcd_backup)
-      local ok, err = M.copy_tree(ddir, st.etcd_backup)
-      if not ok then error(("[upgrade/etcd] backing up the etcd data dir %s: %s"):format(ddir, err), 0) end
+      local n, err = M.copy_tree(ddir, st.etcd_backup)
+      if not n then error(("[upgrade/etcd] backing up the etcd data dir %s: %s"):format(ddir, err), 0) end
+      if n == 0 then error(("[upgrade/etcd] the etcd data dir %s is empty: refusing to upgrade etcd"):format(ddir), 0) end
+      st.etcd_backup_files = n
     end
     upgrade_component(ctx, st, "etcd")
   elseif local_etcd and part.etcdUpgrade == false then

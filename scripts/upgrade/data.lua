@@ -65,8 +65,13 @@ function M.local_endpoint(ctx)
 end
 
 -- The API client: admin.conf when this node has one, else kubelet.conf (a worker's upgrade node).
+-- Under --dry-run the real client still reads (kubeadm's dry-run reads the cluster); every write
+-- goes through cluster.api's apply/ensure and Node patches, which only print under --dry-run.
 function M.client(ctx)
   if ctx.data.client then return ctx.data.client end
+  if ctx.dry_run and not ctx.data.client_override then
+    ctx.data.client_override = capi.from_kubeconfig(ctx, fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or M.KUBELET_CONF)
+  end
   if fs.exists(capi.ADMIN_CONF) then return capi.admin(ctx) end
   ctx.data.client_override = capi.from_kubeconfig(ctx, M.KUBELET_CONF)
   return capi.admin(ctx)
