@@ -178,13 +178,17 @@ static int l_stat(lua_State *L)
 		lua_pushfstring(L, "stat %s: %s", host, strerror(errno));
 		return 2;
 	}
-	lua_createtable(L, 0, 4);
+	lua_createtable(L, 0, 6);
 	lua_pushinteger(L, st.st_mode & 07777);
 	lua_setfield(L, -2, "mode");
 	lua_pushinteger(L, (lua_Integer)st.st_size);
 	lua_setfield(L, -2, "size");
 	lua_pushinteger(L, (lua_Integer)st.st_mtime);
 	lua_setfield(L, -2, "mtime");
+	lua_pushinteger(L, (lua_Integer)st.st_uid); /* owner, for the site-scripts permission check */
+	lua_setfield(L, -2, "uid");
+	lua_pushinteger(L, (lua_Integer)st.st_gid);
+	lua_setfield(L, -2, "gid");
 	lua_pushstring(L, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
 	lua_setfield(L, -2, "type");
 	return 1;

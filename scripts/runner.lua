@@ -126,10 +126,19 @@ function M.execute(nodes, ctx, opts)
       local digest = journal and journal:digest(n.path, ctx)
       -- Checks (preflight) always run again: they are what decides whether resuming is safe.
       if opts.resume and journal and not p.always_run and journal:done(n.path, digest) then
-        log.v(1, "[%s] done before with the same inputs: skipped (--resume)", n.path)
+        local e = journal.data.phases[n.path]
+        log.info("[resume] Skipping phase %q: the journal records it done%s with the same inputs", n.path,
+          e and e.done and (" at " .. os.date("!%Y-%m-%dT%H:%M:%SZ", e.done)) or "")
         log.event { type = "phase-skip", phase = n.path, reason = "resume" }
         n.result = "resumed"
       else
+        if opts.resume and journal and (p.run or p.run_if) then
+          local e = journal.data.phases[n.path]
+          local why = p.always_run and "it is a check, which always runs again"
+            or (e and "its inputs changed since the journal recorded it")
+            or "the journal does not record it as done"
+          log.info("[resume] Running phase %q: %s", n.path, why)
+        end
         local ok, go = true, true
         if p.run_if then
           ok, go = pcall(p.run_if, ctx)
@@ -177,7 +186,19 @@ function M.run(flow, ctx, opts)
   if not ok then return nil, err end
   if not opts.filter then
     ok, err = M.check(nodes, ctx)
-    if not ok then return nil, ("flow %q refused before any phase ran: %s"):format(flow.name, err) end
+    if not ok then
+      if not opts.force_order then
+        return nil, ("flow %q refused before any phase ran: %s\n(--force-order runs it anyway, for experiments)")
+          :format(flow.name, err)
+      end
+      local bar = ("!"):rep(78)
+      log.warn("%s", bar)
+      log.warn("--force-order: running flow %q although its static check refuses it:", flow.name)
+      for line in (err .. "\n"):gmatch("(.-)\n") do log.warn("  %s", line) end
+      log.warn("this run is an experiment: it may hang, fail midway or leave a broken node")
+      log.warn("%s", bar)
+      log.event { type = "force-order", flow = flow.name, refusal = err }
+    end
   end
   return M.execute(nodes, ctx, opts)
 end

@@ -8,6 +8,7 @@ local flags_mod = require "flags"
 local journal_mod = require "journal"
 local log = require "log"
 local runner = require "runner"
+local site = require "site.load"
 
 local M = {}
 
@@ -18,23 +19,20 @@ M.run_flags = {
   { name = "ignore-preflight-errors", type = "list", help = "A list of checks whose errors will be shown as warnings. Example: 'IsPrivilegedUser,Swap'. Value 'all' ignores errors from all checks" },
   { name = "resume", type = "bool", help = "Skip phases the journal records as done with the same inputs, and accept their files in preflight" },
   { name = "strict-config", type = "bool", help = "Unknown configuration fields are errors, not warnings" },
-  { name = "flow", type = "string", help = "A Lua file returning the flow to run instead of the stock one" },
+  { name = "flow", type = "string", help = "A Lua file returning the flow to run instead of the stock one: its entries, one per line (see docs/scripting.md)" },
+  { name = "force-order", type = "bool", help = "Run a flow the static requires/provides check refuses (experiments only; says so loudly)" },
   { name = "node-runtime", type = "string", default = os.getenv("MOONADM_NODE_RUNTIME") or "systemd",
     help = "How this node's kubelet is driven: systemd, none or lab (default: $MOONADM_NODE_RUNTIME or systemd)" },
   { name = "output", short = "o", type = "string", help = "json: a machine-readable event stream on stdout" },
 }
 
--- Loads the flow: the stock one, or a user's Lua file returning a flow (see docs/scripting.md).
+for _, f in ipairs(site.flags) do M.run_flags[#M.run_flags + 1] = f end
+
+-- Loads the flow: the stock one, or a user's Lua file returning its entries (or a flow object),
+-- see docs/scripting.md.
 function M.load_flow(name, file)
   if not file then return require("flows." .. name) end
-  local chunk, err = loadfile(file, "t")
-  if not chunk then error(("--flow %s: %s"):format(file, err), 0) end
-  local ok, f = pcall(chunk)
-  if not ok then error(("--flow %s: %s"):format(file, f), 0) end
-  if type(f) ~= "table" or type(f.phases) ~= "table" then
-    error(("--flow %s: must return a flow (require \"flow\".new(...))"):format(file), 0)
-  end
-  return f
+  return site.flow_file(name, file)
 end
 
 local function help(spec, desc, flow_name, flow, ctx)
@@ -103,20 +101,31 @@ function M.main(opts)
       "KEP-4471 order; this run uses kubeadm's old join order and never writes the gate to the cluster")
   end
 
-  local flow = M.load_flow(opts.flow, flags.flow)
+  -- Site scripts run as root: refuse what others could have changed, before loading any of it.
+  site.check_trust(flags)
+  local flow = site.flow(opts.flow, flags)
   local ctx = context.new { command = opts.name, cfg = cfg, gates = gates, flags = flags, flags_set = set,
     root = root, dry_run = flags["dry-run"], args = args,
     inputs = { init = cfg.init, cluster = cfg.cluster, join = cfg.join, reset = cfg.reset, upgrade = cfg.upgrade,
       kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = args } }
+  require("site.api").extend(ctx)
 
   if flags.help then
     log.result(help(spec, opts.desc, opts.name, flow, ctx))
     return 0
   end
 
-  local run_opts = { resume = flags.resume }
+  local run_opts = { resume = flags.resume, force_order = flags["force-order"] }
   if as_phase then
     local _, by_path = runner.resolve(flow, ctx)
+    if #args > 0 and not by_path[args[1]] and args[1] ~= "all" then
+      -- `moonadm <cmd> phase NAME` for a site phase that is not in the flow: run it alone.
+      local p = require("flow").lookup(flow.dir, args[1])
+      if p then
+        flow:append(p)
+        _, by_path = runner.resolve(flow, ctx)
+      end
+    end
     local path, rest, whole = phase_path(args, by_path)
     if not path then
       if #args == 0 then

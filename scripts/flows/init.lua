@@ -1,18 +1,21 @@
--- `moonadm init`: kubeadm v1.35's init phases, in kubeadm's order.
+-- `moonadm init`: kubeadm v1.35's init phases, in kubeadm's order. One entry per line: a phase
+-- name (phases/init/NAME.lua, or a site phase phases/site/NAME.lua), or when("Gate", "name").
+-- An exported copy edited and given with --flow runs instead (see docs/scripting.md).
 local flow = require "flow"
 
-return flow.new("init")
-  :append("preflight")
-  :append("certs")
-  :append("kubeconfig")
-  :append("etcd")
-  :append("control-plane")
-  :append("kubelet-start")
-  :append("wait-control-plane")
-  :append("upload-config")
-  :append("upload-certs")
-  :append("mark-control-plane")
-  :append("bootstrap-token")
-  :append("kubelet-finalize")
-  :append("addon")
-  :append("show-join-command")
+return flow.from_list("init", {
+  "preflight",
+  "certs",
+  "kubeconfig",
+  "etcd",
+  "control-plane",
+  "kubelet-start",
+  "wait-control-plane",
+  "upload-config",
+  "upload-certs",
+  "mark-control-plane",
+  "bootstrap-token",
+  "kubelet-finalize",
+  "addon",
+  "show-join-command",
+})

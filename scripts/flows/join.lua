@@ -5,16 +5,15 @@
 -- (moonadm's experiment) this is kubeadm's old order: kubelet-start waits for the bootstrap itself
 -- and control-plane-join/etcd adds the member.
 local flow = require "flow"
-local phase = require "phase"
+local when = flow.when
 
-local local_mode = phase.gate("ControlPlaneKubeletLocalMode", true)
-
-return flow.new("join")
-  :append("preflight")
-  :append("control-plane-prepare")
-  :append("check-etcd")
-  :append("kubelet-start")
-  :append_when(local_mode, "etcd-join")
-  :append_when(local_mode, "kubelet-wait-bootstrap")
-  :append("control-plane-join")
-  :append("wait-control-plane")
+return flow.from_list("join", {
+  "preflight",
+  "control-plane-prepare",
+  "check-etcd",
+  "kubelet-start",
+  when("ControlPlaneKubeletLocalMode", "etcd-join"),
+  when("ControlPlaneKubeletLocalMode", "kubelet-wait-bootstrap"),
+  "control-plane-join",
+  "wait-control-plane",
+})

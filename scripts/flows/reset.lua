@@ -1,7 +1,8 @@
 -- `moonadm reset`: kubeadm's reset phases.
 local flow = require "flow"
 
-return flow.new("reset")
-  :append("preflight")
-  :append("remove-etcd-member")
-  :append("cleanup-node")
+return flow.from_list("reset", {
+  "preflight",
+  "remove-etcd-member",
+  "cleanup-node",
+})

@@ -2,12 +2,13 @@
 -- control-plane, as in kubeadm.
 local flow = require "flow"
 
-return flow.new("upgrade-apply")
-  :append("preflight")
-  :append("control-plane")
-  :append("upload-config")
-  :append("kubeconfig")
-  :append("kubelet-config")
-  :append("bootstrap-token")
-  :append("addon")
-  :append("post-upgrade")
+return flow.from_list("upgrade-apply", {
+  "preflight",
+  "control-plane",
+  "upload-config",
+  "kubeconfig",
+  "kubelet-config",
+  "bootstrap-token",
+  "addon",
+  "post-upgrade",
+})
