@@ -21,7 +21,9 @@ local function up(key, name, subnet, args)
 end
 
 local function journal_phases(node)
-  local j = cjson.decode(assert(h.read(node.root .. "/var/lib/moonadm/journal/join.json")))
+  local text = h.read(node.root .. "/var/lib/moonadm/journal/join.json")
+  assert.is_string(text, node.name .. ": no journal")
+  local j = cjson.decode(text)
   return j.phases
 end
 
