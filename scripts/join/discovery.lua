@@ -21,9 +21,14 @@ local function fail(fmt, ...) error(("[discovery] " .. fmt):format(...), 0) end
 function M.cluster_of(text, src)
   local docs, err = yaml.decode(text, src)
   if not docs then fail("%s holds no valid kubeconfig: %s", src, err) end
-  local c = docs[1] and docs[1].clusters and docs[1].clusters[1] and docs[1].clusters[1].cluster
-  if not c or not c.server then fail("%s holds no cluster with a server", src) end
-  local ca = c["certificate-authority-data"] and require("moonadm.api").b64decode(c["certificate-authority-data"])
+  -- any level may be another type (yaml.null, a string, a list): a bad document, not a crash
+  local function map(v) return type(v) == "table" and v or nil end
+  local doc = map(docs[1])
+  local clusters = doc and map(doc.clusters)
+  local c = clusters and map(clusters[1]) and map(clusters[1].cluster)
+  if not c or type(c.server) ~= "string" then fail("%s holds no cluster with a server", src) end
+  local cad = c["certificate-authority-data"]
+  local ca = type(cad) == "string" and require("moonadm.api").b64decode(cad)
   if not ca then fail("%s: the cluster has no certificate-authority-data", src) end
   return c.server, ca
 end
