@@ -14,8 +14,19 @@ function M.new(opts)
   self.artifacts = {}
   self.data = self.data or {} -- what phases hand to later phases (clients, tokens, ...)
   if self.dry_run then
+    -- As Go's os.MkdirTemp: an unguessable name, created 0700 before anything is written into it
+    -- (the dir receives private keys; a predictable name in /tmp could be planted by another user).
     local tmp = os.getenv("TMPDIR") or "/tmp"
-    self.dry_root = ("%s/moonadm-dryrun-%d-%d"):format(tmp, core.getpid(), os.time())
+    self.dry_root = ("%s/moonadm-dryrun-%s"):format(tmp, require("moonadm.pki").random_hex(8))
+    local real = fs.root()
+    fs.set_root("/")
+    local ok, err = fs.mkdir(self.dry_root, tonumber("700", 8))
+    local st = ok and fs.stat(self.dry_root)
+    fs.set_root(real)
+    if not ok then error("[dryrun] " .. tostring(err), 0) end
+    if not st or st.type ~= "directory" or st.mode ~= tonumber("700", 8) then
+      error("[dryrun] " .. self.dry_root .. " is not a fresh 0700 directory", 0)
+    end
     log.info("[dryrun] Writing files to %s instead of %s", self.dry_root, self.root)
   end
   return self
