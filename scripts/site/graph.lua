@@ -25,6 +25,8 @@ function M.rows(nodes, ctx, journal)
     local n = by[r.path]
     r.requires, r.provides = caps(n.phase.requires, ctx), caps(n.phase.provides, ctx)
     r.always_run = n.phase.always_run or nil
+    local w = n.phase.when
+    if w then r.when = ("%s=%s"):format(w.gate, tostring(w.value == nil and true or w.value)) end
     if journal then
       local e = journal.data.phases[r.path]
       r.journal = e and { done = true, at = e.done and os.date("!%Y-%m-%dT%H:%M:%SZ", e.done) } or { done = false }

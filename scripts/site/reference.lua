@@ -45,8 +45,8 @@ function M.markdown()
     out[#out + 1] = "| phase | description | gate | requires | provides |"
     out[#out + 1] = "|---|---|---|---|---|"
     for _, r in ipairs(rows) do
-      local gate = r.status == "gated" and r.gate or ""
       -- a row gated by its own `when` shows the gate it needs, even when the default satisfies it
+      local gate = r.when or (r.status == "gated" and r.gate) or ""
       local flags = {}
       if r.hidden then flags[#flags + 1] = "hidden" end
       if r.always_run then flags[#flags + 1] = "runs again under --resume" end
