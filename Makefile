@@ -15,7 +15,7 @@ ENGINE_OBJ := $(patsubst %.c,$(B)/%.o,$(ENGINE_SRC))
 BIND_OBJ   := $(patsubst %.c,$(B)/%.o,$(BIND_SRC))
 BIN        ?= bin/moonadm
 
-.PHONY: all deps test test-unit test-long demo lab-bins asan valgrind bench clean fuzz
+.PHONY: all deps test test-unit test-long demo lab-bins asan valgrind sanitizers test-hooks fuzz fuzz-build bench clean
 all: $(BIN)
 
 # Debian packages the build, the tests and the lab need.
@@ -23,7 +23,7 @@ deps:
 	apt-get update
 	apt-get install -y --no-install-recommends build-essential pkg-config liblua5.4-dev lua5.4 libssl-dev \
 	  libyaml-dev libcurl4-openssl-dev lua-cjson lua-busted lua-argparse lua-luv openssl iproute2 \
-	  ca-certificates curl kmod
+	  ca-certificates curl kmod valgrind clang libclang-rt-dev
 
 $(B)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
 	@mkdir -p $(dir $@)
@@ -70,6 +70,46 @@ asan:
 valgrind: $(CTESTS)
 	@for t in $(CTESTS); do valgrind -q --error-exitcode=9 --leak-check=full $$t >/dev/null || exit 1; done; echo "valgrind: clean"
 
+# Every sanitizer pass CI runs: the C tests and the specs under ASan+UBSan, the engine tests under valgrind.
+sanitizers: asan valgrind
+
+# The test build with the fault-injection hooks (engine/testhooks.h): bin/moonadm-hooks, for the
+# crash-anywhere and secrets e2e tests (MOONADM_CRASH_AFTER, MOONADM_HOOK_LOG).
+HOOKS_BIN := bin/moonadm-hooks
+test-hooks:
+	$(MAKE) B=build-hooks BIN=$(HOOKS_BIN) CFLAGS="-O2 -g -DMA_TEST_HOOKS" $(HOOKS_BIN)
+
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang against an instrumented engine and
+# bindings in build-fuzz; each runs FUZZ_SECONDS from its committed seed corpus (tests/fuzz/corpus/NAME)
+# plus a scratch corpus in build-fuzz/corpus/NAME. A crash stops `make fuzz` and leaves its input
+# (crash-*) in build-fuzz: it becomes a regression test under tests/regress/.
+FUZZ_SECONDS ?= 15
+FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZERS      := $(patsubst %,build-fuzz/fuzz/%,$(FUZZ_NAMES))
+FUZZ_BIND    := $(filter-out build-fuzz/bindings/main.o,$(patsubst %.c,build-fuzz/%.o,$(BIND_SRC)))
+fuzz-build: build/embed
+	@mkdir -p build-fuzz && cp -p build/embed build-fuzz/embed && touch build-fuzz/embed # a host tool: not instrumented
+	$(MAKE) B=build-fuzz CC=clang CFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -Wno-unused-command-line-argument" \
+	  build-fuzz/libmoonadm.a build-fuzz/scripts_embed.o $(FUZZ_BIND)
+	$(MAKE) B=build-fuzz CC=clang $(FUZZERS)
+
+build-fuzz/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_lua.h build-fuzz/libmoonadm.a build-fuzz/scripts_embed.o $(FUZZ_BIND)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -pthread $(shell pkg-config --cflags $(PKGS)) \
+	  -DFUZZ_LUA_DIR='"$(CURDIR)/tests/fuzz/lua"' -Iengine -Ibindings -o $@ $< \
+	  $(if $(findstring fuzz_lua_,$*),$(FUZZ_BIND) build-fuzz/scripts_embed.o) build-fuzz/libmoonadm.a $(LDLIBS)
+
+fuzz: fuzz-build
+	@for f in $(FUZZ_NAMES); do \
+	  mkdir -p build-fuzz/corpus/$$f build-fuzz/artifacts; \
+	  echo "== $$f ($(FUZZ_SECONDS)s)"; \
+	  build-fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+	    -artifact_prefix=build-fuzz/artifacts/$$f- build-fuzz/corpus/$$f tests/fuzz/corpus/$$f 2>build-fuzz/$$f.log \
+	    || { tail -40 build-fuzz/$$f.log; echo "fuzz: $$f found a crash: build-fuzz/artifacts/$$f-*"; exit 1; }; \
+	  grep -E 'stat::number_of_executed_units|stat::new_units_added' build-fuzz/$$f.log | tr '\n' ' '; echo; \
+	done; echo "fuzz: clean"
+
 lab-bins:
 	lab/build-bins.sh
 
@@ -80,4 +120,4 @@ bench: $(BIN)
 	bench/run.sh
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-hooks build-fuzz bin

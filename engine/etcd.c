@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "etcd.h"
+#include "testhooks.h"
 #include "http.h"
 #include "json.h"
 
@@ -348,6 +349,8 @@ static int call(ma_etcd *c, const char *path, const char *body, const char *labe
 		int rc = call_one(c->h[i], c->eps[i], "POST", path, body, label, out, &st, &one);
 		if (rc == 1) {
 			*endpoint = c->eps[i];
+			if (strstr(path, "/member/") && !strstr(path, "/member/list"))
+				MA_HOOK_MUTATION("etcd", label);
 			return 0;
 		}
 		if (rc == 0) {

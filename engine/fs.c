@@ -1,4 +1,5 @@
 #include "fs.h"
+#include "testhooks.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -139,6 +140,7 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 		unlink(tmp);
 		return ma_fail_errno(e, err, "chmod %s", host);
 	}
+	MA_HOOK_FIRST_BYTE(fd, host);
 	const char *p = data;
 	size_t left = len;
 	while (left > 0) {
@@ -166,7 +168,10 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 		unlink(tmp);
 		return ma_fail_errno(e, err, "rename into %s", host);
 	}
-	return fsync_dir(slash ? dir : ".", e);
+	if (fsync_dir(slash ? dir : ".", e))
+		return -1;
+	MA_HOOK_MUTATION("write", host);
+	return 0;
 }
 
 int ma_fs_write(const char *root, const char *path, const void *data, size_t len, mode_t mode,

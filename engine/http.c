@@ -1,5 +1,6 @@
 /* TLS HTTP client over libcurl (see http.h). */
 #include "http.h"
+#include "testhooks.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -533,6 +534,15 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 		}
 	}
 out:
+#ifdef MA_TEST_HOOKS
+	/* a mutating API call the server accepted (etcd's gateway calls count in etcd.c) */
+	if (ret == 0 && resp->status < 400 && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+	    !(r->path && strncmp(r->path, "/v3/", 4) == 0)) {
+		char what[512];
+		snprintf(what, sizeof what, "%s %s %ld", method, r->path ? r->path : "/", resp->status);
+		MA_HOOK_MUTATION("api", what);
+	}
+#endif
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	if (temp)
