@@ -1,0 +1,211 @@
+-- Secrets never reach output or logs; key files are 0600 from their first byte; temp dirs are 0700.
+-- Offline commands (phases on a temp root, init --dry-run, token/certs helpers) at -v 10 and with
+-- --output json; the lab's runs are checked in tests/e2e/crash_spec.lua.
+local h = require "helpers"
+local api = require "moonadm.api"
+
+local TOKEN_ID, TOKEN_SECRET = "abcdef", "0123456789abcdef"
+local CERT_KEY = ("fedcba9876543210"):rep(4)
+
+-- Every secret form to look for: the PEM, base64 of the PEM (kubeconfig *-data), each base64
+-- body line of the PEM (the DER), and for a token/key the raw string and its base64.
+local function forms_of_pem(pem)
+  local f = { pem, api.b64encode(pem) }
+  for line in pem:gmatch("[^\n]+") do
+    if not line:match("^%-%-%-%-%-") and #line >= 40 then f[#f + 1] = line end
+  end
+  return f
+end
+
+local function private_keys(root)
+  local out = {}
+  local p = io.popen("find " .. h.q(root) .. " -type f \\( -name '*.key' -o -name '*.conf' \\)")
+  for path in p:lines() do
+    local text = h.read(path)
+    if path:match("%.key$") then
+      out[path] = forms_of_pem(text)
+    else
+      local b64 = text:match("client%-key%-data: (%S+)")
+      if b64 then out[path] = { b64, api.b64decode(b64) } end
+    end
+  end
+  p:close()
+  return out
+end
+
+local function assert_no(text, needle, what)
+  local at = text:find(needle, 1, true)
+  assert(not at, ("%s leaked: %q"):format(what, text:sub(math.max(1, (at or 1) - 60), (at or 1) + 80)))
+end
+
+local function assert_no_keys(text, keys)
+  for path, forms in pairs(keys) do
+    for _, f in ipairs(forms) do assert_no(text, f, "private key of " .. path) end
+  end
+end
+
+local function assert_no_token(text)
+  assert_no(text, TOKEN_SECRET, "the token secret")
+  assert_no(text, api.b64encode(TOKEN_SECRET), "the token secret (base64, Secret data)")
+  assert_no(text, CERT_KEY, "the certificate key")
+end
+
+local CONFIG = ([[
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: %s.%s
+certificateKey: %s
+nodeRegistration:
+  name: node1
+localAPIEndpoint:
+  advertiseAddress: 10.0.0.1
+]]):format(TOKEN_ID, TOKEN_SECRET, CERT_KEY)
+
+describe("secrets in output", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmrf(dir) end)
+
+  it("certs and kubeconfig phases at -v 10 (text and JSON logs) print no private key", function()
+    local root = dir .. "/root"
+    local outs = {}
+    for _, fmt in ipairs { "text", "json" } do
+      for _, args in ipairs {
+        { "init", "phase", "certs", "all" }, { "init", "phase", "kubeconfig", "all" },
+        { "init", "phase", "etcd", "local" }, { "init", "phase", "control-plane", "all" },
+      } do
+        local a = { table.unpack(args) }
+        for _, x in ipairs { "--root", root, "-v", "10", "--node-name", "node1", "--apiserver-advertise-address", "10.0.0.1" } do a[#a + 1] = x end
+        if fmt == "json" then a[#a + 1] = "--log-format=json" end
+        local code, out, err = h.moonadm(a)
+        outs[#outs + 1] = out .. err
+        if fmt == "text" then assert.equal(0, code, table.concat(a, " ") .. "\n" .. out .. err) end
+      end
+    end
+    local keys = private_keys(root)
+    assert.is_true(next(keys) ~= nil)
+    local n = 0
+    for _ in pairs(keys) do n = n + 1 end
+    assert.is_true(n >= 14, "keys and kubeconfigs found: " .. n)
+    for _, text in ipairs(outs) do assert_no_keys(text, keys) end
+  end)
+
+  it("init --dry-run -v 10 prints no token, certificate key, Secret data or key; with the skip flags, none at all", function()
+    h.write(dir .. "/c.yaml", CONFIG)
+    local code, out, err = h.moonadm { "init", "--config", dir .. "/c.yaml", "--dry-run", "--upload-certs",
+      "--skip-token-print", "--skip-certificate-key-print", "--root", dir .. "/root", "-v", "10" }
+    assert.equal(0, code, out .. err)
+    assert_no_token(out .. err)
+    assert.not_matches("PRIVATE KEY", out .. err)
+    assert.not_matches("LS0tLS1CRUdJTi", out .. err) -- base64 of "-----BEGIN"
+    local dry = (out .. err):match("Writing files to (%S+)")
+    assert.truthy(dry)
+    assert_no_keys(out .. err, private_keys(dry))
+    -- without the skip flags, the token and the key appear only where kubeadm prints them
+    code, out, err = h.moonadm { "init", "--config", dir .. "/c.yaml", "--dry-run", "--upload-certs",
+      "--root", dir .. "/root", "-v", "10" }
+    assert.equal(0, code, out .. err)
+    assert_no_token(err)
+    for line in out:gmatch("[^\n]+") do
+      if line:find(TOKEN_SECRET, 1, true) then
+        assert.matches("%-%-token " .. TOKEN_ID .. "%." .. TOKEN_SECRET, line)
+      end
+      if line:find(CERT_KEY, 1, true) then
+        assert.is_true(line == CERT_KEY or line:match("%-%-certificate%-key " .. CERT_KEY) ~= nil, line)
+      end
+    end
+    os.execute("rm -rf " .. h.q(dry))
+  end)
+
+  it("the dry-run dir is 0700 with an unguessable name (regression: it was /tmp/moonadm-dryrun-PID-TIME, 0755)", function()
+    h.write(dir .. "/c.yaml", CONFIG)
+    local code, out, err = h.moonadm { "init", "phase", "certs", "ca", "--config", dir .. "/c.yaml", "--dry-run",
+      "--root", dir .. "/root" }
+    assert.equal(0, code, out .. err)
+    local dry = (out .. err):match("Writing files to (%S+)")
+    assert.matches("/moonadm%-dryrun%-%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x$", dry)
+    local p = io.popen("stat -c %a " .. h.q(dry))
+    assert.equal("700", p:read("l"))
+    p:close()
+    os.execute("rm -rf " .. h.q(dry))
+  end)
+
+  it("token generate and certs certificate-key print their secret once, on stdout only", function()
+    for _, cmd in ipairs { { "token", "generate" }, { "certs", "certificate-key" } } do
+      local a = { table.unpack(cmd) }
+      a[#a + 1] = "-v"; a[#a + 1] = "10"
+      local code, out, err = h.moonadm(a)
+      assert.equal(0, code, out .. err)
+      local secret = out:match("^%s*(%S+)%s*$")
+      assert.truthy(secret, out)
+      assert_no(err, secret, table.concat(cmd, " ") .. "'s secret in its log")
+      if cmd[1] == "token" then assert_no(err, secret:match("%.(%w+)$"), "token secret in the log") end
+    end
+  end)
+
+  it("token list -o json against no cluster names no secret in its error", function()
+    h.write(dir .. "/c.yaml", CONFIG)
+    local code, out, err = h.moonadm { "token", "create", "abcdef.0123456789abcdef", "--kubeconfig", dir .. "/none.conf",
+      "-v", "10", "-o", "json" }
+    assert.not_equal(0, code)
+    assert_no_token(err)
+  end)
+end)
+
+describe("key files and temp files", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmrf(dir) end)
+
+  local hooks = h.top .. "/bin/moonadm-hooks"
+  local have_hooks = io.open(hooks, "r")
+  if have_hooks then have_hooks:close() end
+
+  it("every key and kubeconfig is 0600 before its first byte is written (bin/moonadm-hooks' write log)", function()
+    if not have_hooks then
+      pending("bin/moonadm-hooks is missing (make test-hooks)")
+      return
+    end
+    local logf = dir .. "/hook.log"
+    for _, args in ipairs { { "certs", "all" }, { "kubeconfig", "all" }, { "etcd", "local" }, { "control-plane", "all" },
+        { "kubelet-start" } } do
+      local cmd = { "env", "MOONADM_HOOK_LOG=" .. logf, hooks, "init", "phase" }
+      for _, a in ipairs(args) do cmd[#cmd + 1] = a end
+      for _, x in ipairs { "--root", dir .. "/root", "--node-name", "node1", "--apiserver-advertise-address", "10.0.0.1" } do cmd[#cmd + 1] = x end
+      local parts = {}
+      for _, a in ipairs(cmd) do parts[#parts + 1] = h.q(a) end
+      os.execute(table.concat(parts, " ") .. " >/dev/null 2>&1")
+    end
+    local modes, checked = {}, 0
+    for line in io.lines(logf) do
+      local mode, path = line:match("^mode (%d+) (.+)$")
+      if mode then modes[path] = mode end
+    end
+    for path, mode in pairs(modes) do
+      if path:match("%.key$") or path:match("/etc/kubernetes/[^/]+%.conf$") or path:match("/journal/") then
+        assert.equal("0600", mode, path)
+        checked = checked + 1
+      end
+      -- the final file has the mode its temp file was created with: never chmod-ed afterwards
+      local p = io.popen("stat -c %04a " .. h.q(path) .. " 2>/dev/null")
+      local final = p:read("l")
+      p:close()
+      if final then assert.equal(mode, final, path) end
+    end
+    assert.is_true(checked >= 16, "keys and kubeconfigs checked: " .. checked)
+  end)
+
+  it("temp files of an atomic write live in the target's own dir, and none is left behind", function()
+    local code, out, err = h.moonadm { "init", "phase", "certs", "all", "--root", dir .. "/root" }
+    assert.equal(0, code, out .. err)
+    local p = io.popen("find " .. h.q(dir .. "/root") .. " -name '.*.tmp-*'")
+    assert.equal("", p:read("a"))
+    p:close()
+    local q = io.popen("stat -c %a " .. h.q(dir .. "/root/etc/kubernetes/pki") .. " " .. h.q(dir .. "/root/var/lib/moonadm/journal"))
+    local pki_mode, journal_mode = q:read("l"), q:read("l")
+    q:close()
+    assert.equal("755", pki_mode) -- kubeadm's; the keys inside are 0600 from the first byte
+    assert.equal("700", journal_mode)
+  end)
+end)
