@@ -35,6 +35,9 @@ local function emit(level, stream, msg)
   end
 end
 
+-- A line in a format of its own (kubeadm's "\t[WARNING Name]: ..."), at a level.
+function M.line(level, text) emit(level, level == "info" and M.out or M.err, text) end
+
 function M.info(fmt, ...) emit("info", M.out, select("#", ...) > 0 and fmt:format(...) or fmt) end
 function M.warn(fmt, ...) emit("warning", M.err, "[WARNING] " .. (select("#", ...) > 0 and fmt:format(...) or fmt)) end
 function M.error(msg) emit("error", M.err, msg) end

@@ -30,7 +30,7 @@ describe("preflight", function()
     assert.matches("--ignore-preflight-errors", err, 1, true)
     code, _, err = init_preflight(port, "Port-" .. port)
     assert.equal(0, code, err)
-    assert.matches(("[WARNING] Port-%d: Port %d is in use"):format(port, port), err, 1, true)
+    assert.matches(("\t[WARNING Port-%d]: Port %d is in use"):format(port, port), err, 1, true)
     l:close()
     code, _, err = init_preflight(port)
     assert.equal(0, code, err)
@@ -104,7 +104,7 @@ describe("preflight", function()
       for _, c in ipairs(preflight.node_checks({ flags = { ["node-runtime"] = "systemd" }, cfg = {} }, "n", "v1.35.4")) do
         names[c.name] = true
       end
-      for _, n in ipairs { "FileExisting-crictl", "FileExisting-iptables", "FileExisting-nsenter", "KubeletVersion", "Port-10250", "Swap", "Hostname" } do
+      for _, n in ipairs { "FileExisting-crictl", "FileExisting-losetup", "FileExisting-mount", "FileExisting-cp", "KubeletVersion", "Port-10250", "Swap", "Hostname" } do
         assert.truthy(names[n], n)
       end
       names = {}
