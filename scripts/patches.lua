@@ -320,6 +320,9 @@ function M.json(target, ops)
       if not is_map(op) then error("an operation must be a mapping", 0) end
       local kind, path = op.op, op.path
       if path == nil then error("missing \"path\"", 0) end
+      if type(path) ~= "string" or (op.from ~= nil and type(op.from) ~= "string") then
+        error("\"path\" and \"from\" must be strings (JSON pointers)", 0)
+      end
       if kind == "add" or kind == "replace" then
         if op.value == nil then error("missing \"value\"", 0) end
         if kind == "replace" then get(doc, path); doc = remove(doc, path) end
@@ -337,7 +340,10 @@ function M.json(target, ops)
         error(("unknown operation %q"):format(tostring(kind)), 0)
       end
     end)
-    if not ok then error(("operation %d (%s %s): %s"):format(i, tostring(op.op), tostring(op.path), err), 0) end
+    if not ok then
+      local what = is_map(op) and (" (%s %s)"):format(tostring(op.op), tostring(op.path)) or ""
+      error(("operation %d%s: %s"):format(i, what, err), 0)
+    end
   end
   return doc
 end
