@@ -52,13 +52,13 @@ $(B)/tests/%: tests/engine/%.c $(B)/libmoonadm.a tests/engine/t.h
 	$(CC) $(ALL_CFLAGS) -Iengine -o $@ $< $(B)/libmoonadm.a $(LDLIBS)
 
 # Every test: C unit tests, busted specs run inside moonadm, e2e on the lab when its binaries exist.
-test: $(BIN) $(CTESTS)
+test: $(BIN) $(CTESTS) test-hooks
 	@tests/run.sh $(B)
 
 test-unit: $(BIN) $(CTESTS)
 	@MOONADM_NO_E2E=1 tests/run.sh $(B)
 
-test-long: $(BIN) $(CTESTS)
+test-long: $(BIN) $(CTESTS) test-hooks
 	@MOONADM_LONG=1 tests/run.sh $(B)
 
 # The engine and the specs under AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -68,7 +68,7 @@ asan:
 	MOONADM_BIN=build-asan/moonadm MOONADM_NO_E2E=1 ASAN_OPTIONS=detect_leaks=0 tests/run.sh build-asan
 
 valgrind: $(CTESTS)
-	@for t in $(CTESTS); do valgrind -q --error-exitcode=9 --leak-check=full $$t >/dev/null || exit 1; done; echo "valgrind: clean"
+	@for t in $(CTESTS); do valgrind -q --error-exitcode=9 --leak-check=full --suppressions=tests/valgrind.supp $$t >/dev/null || exit 1; done; echo "valgrind: clean"
 
 # Every sanitizer pass CI runs: the C tests and the specs under ASan+UBSan, the engine tests under valgrind.
 sanitizers: asan valgrind
@@ -77,7 +77,7 @@ sanitizers: asan valgrind
 # crash-anywhere and secrets e2e tests (MOONADM_CRASH_AFTER, MOONADM_HOOK_LOG).
 HOOKS_BIN := bin/moonadm-hooks
 test-hooks:
-	$(MAKE) B=build-hooks BIN=$(HOOKS_BIN) CFLAGS="-O2 -g -DMA_TEST_HOOKS" $(HOOKS_BIN)
+	@$(MAKE) -s B=build-hooks BIN=$(HOOKS_BIN) CFLAGS="-O2 -g -DMA_TEST_HOOKS" $(HOOKS_BIN)
 
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c), built with clang against an instrumented engine and
 # bindings in build-fuzz; each runs FUZZ_SECONDS from its committed seed corpus (tests/fuzz/corpus/NAME)

@@ -40,13 +40,39 @@ else
   add "$s" $((f + e))
 fi
 
+# MOONADM_SANITIZERS=1 (.ci/run sets it): the C tests and the specs under ASan+UBSan (their own
+# summary line is added in), the engine tests under valgrind, and a short fuzzing pass (each fuzzer
+# FUZZ_SECONDS, default 3 here) count as tests too.
+if [ -n "${MOONADM_SANITIZERS:-}" ]; then
+  echo "== sanitizers: ASan+UBSan (C tests and specs), valgrind (engine tests), fuzzing"
+  MOONADM_SANITIZERS= make -s asan > "$out/asan.log" 2>&1; rc=$?
+  line=$(grep -E '^tests: [0-9]+ passed, [0-9]+ failed' "$out/asan.log" | tail -1)
+  reports=$(grep -cE 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' "$out/asan.log")
+  if [ -z "$line" ]; then
+    tail -30 "$out/asan.log"; echo "asan: no summary (exit $rc)"; add 0 1
+  else
+    p=$(sed -E 's/.* ([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+    grep -E '^(Failure|Error) →' -A3 "$out/asan.log"
+    echo "asan: $p passed, $f failed, $reports sanitizer reports"; add "$p" $((f + reports))
+  fi
+  if MOONADM_SANITIZERS= make -s valgrind > "$out/vg.log" 2>&1; then echo "valgrind: clean"; add 1 0
+  else tail -30 "$out/vg.log"; echo "valgrind: errors"; add 0 1; fi
+  if command -v clang >/dev/null; then
+    if MOONADM_SANITIZERS= make -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-3}" > "$out/fuzz.log" 2>&1; then
+      n=$(grep -c '^== fuzz_' "$out/fuzz.log"); echo "fuzz: $n fuzzers clean"; add "$n" 0
+    else tail -30 "$out/fuzz.log"; echo "fuzz: a finding (see above)"; add 0 1; fi
+  else
+    echo "fuzz: clang is missing (make deps): counted as a failure"; add 0 1
+  fi
+fi
+
 if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
   echo "== e2e on the lab (real etcd, kube-apiserver, kube-controller-manager, kube-scheduler)"
   if [ ! -x .lab/bin/kube-apiserver ]; then
     echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
   else
     bin=${MOONADM_BIN:-$top/bin/moonadm}
-    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
+    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext dev14c dev14f; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
     trap 'labs_down; rm -rf "$out"' EXIT
     trap 'exit 130' INT TERM
     export MOONADM_E2E_RUN=$$-$(date +%s)
