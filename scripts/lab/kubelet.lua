@@ -221,9 +221,13 @@ function Kubelet:run(opts)
   tick:start(0, 200, function()
     local ok, err = pcall(function()
       n = n + 1
-      if n % 5 == 1 then self:sync_manifests() end
+      -- Pods first, every tick: the API side's calls can block for seconds while the local
+      -- apiserver starts, and a new manifest must not wait for them.
+      self:sync_manifests()
       self:reap()
       if self.api then self.api:tick() end
+      self:sync_manifests()
+      self:reap()
       if n % 5 == 0 then self:write_status() end
     end)
     if not ok then log("sync error: %s", tostring(err)) end
