@@ -60,15 +60,26 @@ function Kubelet:start_container(pod, c)
   log("pod %s: started container %s (pid %d): %s", pod.name, c.name, pid, table.concat(argv, " "):sub(1, 200))
 end
 
+-- Returns the PIDs being stopped, so a successor can wait for them (ports, data dirs).
 function Kubelet:stop_pod(pod, why)
+  local pids = {}
   for _, c in ipairs(pod.containers) do
     if c.pid then
       proc.signal(c.pid, "TERM")
       self.stopping[#self.stopping + 1] = { pid = c.pid, deadline = core.monotonic() + STOP_GRACE }
       log("pod %s: stopping container %s (pid %d): %s", pod.name, c.name, c.pid, why)
+      pids[#pids + 1] = c.pid
       c.pid = nil
     end
   end
+  return pids
+end
+
+function Kubelet:still_stopping(pids)
+  for _, s in ipairs(self.stopping) do
+    for _, p in ipairs(pids or {}) do if s.pid == p then return true end end
+  end
+  return false
 end
 
 local function decode_manifest(text, file)
@@ -98,10 +109,10 @@ function Kubelet:sync_manifests()
             if not pod or pod.bad ~= hash then log("manifest %s", err) end
             if pod then pod.bad = hash end
           else
-            if pod then self:stop_pod(pod, "manifest changed") end
+            local predecessors = pod and self:stop_pod(pod, "manifest changed") or {}
             local name = m.metadata.name
             pod = { file = path, hash = hash, manifest = m, name = name, namespace = m.metadata.namespace or "default",
-              full_name = name .. "-" .. self.node_name:lower(), containers = {} }
+              full_name = name .. "-" .. self.node_name:lower(), containers = {}, predecessors = predecessors }
             for _, cs in ipairs((m.spec or {}).containers or {}) do
               pod.containers[#pod.containers + 1] = { name = cs.name, spec = cs, restarts = 0, backoff = BACKOFF_START,
                 backoff_until = 0 }
@@ -139,7 +150,8 @@ function Kubelet:reap()
           c.backoff = math.min(c.backoff * 2, BACKOFF_MAX)
           if self.api then self.api:pod_status(pod) end
         end
-      elseif now >= (c.backoff_until or 0) then
+      elseif now >= (c.backoff_until or 0) and not self:still_stopping(pod.predecessors) then
+        -- (the old version of a changed pod must be gone first: it holds the ports and the data)
         self:start_container(pod, c)
         if self.api and c.pid then self.api:pod_status(pod) end
       end
