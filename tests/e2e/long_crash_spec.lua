@@ -1,0 +1,74 @@
+-- Crash anywhere, converge with --resume: every mutation of init (one-node cluster) and of a
+-- control-plane join, one crash point after another (make test-long; CI runs a sample of them in
+-- crash_spec.lua). Prints the number of crash points tried in each.
+
+local h = require "helpers"
+local crash = require "crash_common"
+
+local SEED = 0
+local SAMPLE = nil -- every crash point
+
+describe("crash anywhere and --resume (own lab dev14c, every mutation)", function()
+  local st
+  setup(function()
+    assert(crash.have_hooks(), "bin/moonadm-hooks is missing: make test-hooks")
+    st = crash.up()
+  end)
+  teardown(function() crash.down() end)
+
+  it("init on a one-node cluster: killed after a sampled mutation, --resume converges", function()
+    local s1 = crash.node(st, "s1")
+    local cfg = crash.init_config(st)
+    argv = { "init", "--config", cfg, "--upload-certs" }
+    crash.clean(st)
+    local code, counts, out = crash.count(st, argv, { "-v", "10" })
+    assert.equal(0, code, out)
+    -- the clean run at -v 10: no secret in its output or in the kubelet stand-in's log
+    local leaks = crash.secret_leaks({ init = out, ["s1 kubelet log"] = h.read(s1.root .. "/var/log/moonadm-kubelet.log") or "" },
+      s1.root, "crash1.0123456789crash1", st.certificate_key)
+    assert.same({}, leaks)
+    print(("[long_crash_spec] init: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
+    local kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
+    local want_tokens = crash.tokens(st, kubeconfig)
+    local failures, tried = {}, 0
+    for _, p in ipairs(crash.points(counts, SAMPLE, SEED)) do
+      crash.clean(st)
+      tried = tried + 1
+      local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
+        return crash.check(st, s1.root, kubeconfig, 1, want_tokens)
+      end)
+      print(("[long_crash_spec] init %s:%d %s"):format(p[1], p[2], ok and "converged" or "FAILED"))
+      if not ok then failures[#failures + 1] = why end
+    end
+    print(("[long_crash_spec] init: %d crash points tried, %d failed"):format(tried, #failures))
+    assert.equal(0, #failures, table.concat(failures, "\n\n"))
+  end)
+
+  it("control-plane join: killed after a sampled mutation, --resume converges with exactly 3 members", function()
+    local cp1 = st.nodes[1]
+    local cfg = crash.join_config(st)
+    local argv = { "join", "--config", cfg }
+    crash.clean(st)
+    local code, counts, out = crash.count(st, argv, { "-v", "10" })
+    assert.equal(0, code, out)
+    local s1 = crash.node(st, "s1")
+    local leaks = crash.secret_leaks({ join = out, ["s1 kubelet log"] = h.read(s1.root .. "/var/log/moonadm-kubelet.log") or "",
+      ["cp1 kubelet log"] = h.read(cp1.root .. "/var/log/moonadm-kubelet.log") or "" }, s1.root, st.token, st.certificate_key)
+    assert.same({}, leaks)
+    print(("[long_crash_spec] join: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
+    local kubeconfig = cp1.root .. "/etc/kubernetes/admin.conf"
+    local failures, tried = {}, 0
+    for _, p in ipairs(crash.points(counts, nil, SEED + 1)) do
+      crash.clean(st)
+      tried = tried + 1
+      local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
+        return crash.check(st, crash.node(st, "s1").root, kubeconfig, 3, nil)
+      end)
+      print(("[long_crash_spec] join %s:%d %s"):format(p[1], p[2], ok and "converged" or "FAILED"))
+      if not ok then failures[#failures + 1] = why end
+    end
+    crash.clean(st)
+    print(("[long_crash_spec] join: %d crash points tried, %d failed"):format(tried, #failures))
+    assert.equal(0, #failures, table.concat(failures, "\n\n"))
+  end)
+end)
