@@ -13,6 +13,7 @@
 #include "version.h"
 
 static const char *scripts_dir; /* --scripts DIR / MOONADM_SCRIPTS: wins over the embedded copy */
+static int insecure_scripts;    /* --insecure-scripts: a scripts dir others could change only warns */
 
 static const struct ma_script *find_embedded(const char *name)
 {
@@ -82,11 +83,17 @@ static void install_searcher(lua_State *L)
 	lua_pop(L, 2);
 }
 
+/* A message that says where it came from ("file:line: ...") is a bug: show the traceback. A
+ * message without one is a user-facing error (raised with level 0): print it as it is. */
 static int traceback(lua_State *L)
 {
 	const char *msg = lua_tostring(L, 1);
 	if (!msg)
 		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	const char *colon = strchr(msg, ':');
+	int located = colon && colon > msg && colon[1] >= '0' && colon[1] <= '9';
+	if (!located && !getenv("MOONADM_TRACEBACK"))
+		return 1;
 	luaL_traceback(L, L, msg, 1);
 	return 1;
 }
@@ -112,11 +119,61 @@ static int check_versions(lua_State *L)
 	return 0;
 }
 
-/* Runs in protected mode: argv -> check versions -> cli.main(argv) or `lua FILE`. */
+/* Site scripts run as root: before anything is loaded from a scripts dir, the embedded
+ * site.trust refuses one that others could have changed. Modules loaded for the check are
+ * forgotten afterwards, so the dir's own copies win from then on. */
+static void check_scripts_dir(lua_State *L)
+{
+	if (!scripts_dir)
+		return;
+	const char *dir = scripts_dir;
+	scripts_dir = NULL; /* the check itself comes from the embedded scripts only */
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	lua_newtable(L); /* loaded, before: the modules already loaded */
+	lua_pushnil(L);
+	while (lua_next(L, -3)) {
+		lua_pop(L, 1);
+		lua_pushvalue(L, -1);
+		lua_pushboolean(L, 1);
+		lua_settable(L, -4);
+	}
+	lua_getglobal(L, "require");
+	lua_pushstring(L, "site.trust");
+	lua_call(L, 1, 1);
+	lua_getfield(L, -1, "check"); /* loaded, before, trust, check */
+	lua_createtable(L, 1, 0);
+	lua_createtable(L, 0, 2);
+	lua_pushstring(L, "scripts dir");
+	lua_setfield(L, -2, "what");
+	lua_pushstring(L, dir);
+	lua_setfield(L, -2, "path");
+	lua_seti(L, -2, 1);
+	lua_pushboolean(L, insecure_scripts);
+	lua_call(L, 2, 0); /* raises with the reason */
+	lua_pop(L, 1);     /* loaded, before */
+	lua_pushnil(L);    /* forget what the check loaded */
+	while (lua_next(L, -3)) {
+		lua_pop(L, 1);
+		lua_pushvalue(L, -1);
+		if (lua_gettable(L, -3) == LUA_TNIL) {
+			lua_pop(L, 1);
+			lua_pushvalue(L, -1);
+			lua_pushnil(L);
+			lua_settable(L, -5);
+		} else {
+			lua_pop(L, 1);
+		}
+	}
+	lua_pop(L, 2);
+	scripts_dir = dir;
+}
+
+/* Runs in protected mode: argv -> check the scripts dir and versions -> cli.main(argv) or `lua FILE`. */
 static int run(lua_State *L)
 {
 	int argc = (int)lua_tointeger(L, 1);
 	char **argv = lua_touserdata(L, 2);
+	check_scripts_dir(L);
 	check_versions(L);
 	if (argc >= 3 && strcmp(argv[1], "lua") == 0) {
 		lua_createtable(L, argc, 1); /* arg table as lua.c builds it: arg[0] = script */
@@ -154,6 +211,8 @@ int main(int argc, char **argv)
 			scripts_dir = argv[i + 1];
 		else if (strncmp(argv[i], "--scripts=", 10) == 0)
 			scripts_dir = argv[i] + 10;
+		else if (strcmp(argv[i], "--insecure-scripts") == 0)
+			insecure_scripts = 1;
 	}
 	if (scripts_dir && !*scripts_dir)
 		scripts_dir = NULL;

@@ -5,7 +5,7 @@ local flags_mod = require "flags"
 local M = {}
 
 function M.main(argv)
-  local flags, args = flags_mod.parse({ { name = "scripts", type = "string" },
+  local flags, args = flags_mod.parse({ { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
     { name = "component-configs", type = "list" } }, argv)
   if not flags then error(args, 0) end
   if args[1] == "print" then

@@ -36,7 +36,7 @@ local common_flags = {
   { name = "dir", type = "string", help = "Where the lab's nodes live (default .lab/cluster, or .lab/NAME)" },
   { name = "name", type = "string", help = "The lab's name: prefixes its namespaces and names its bridge (default moonadm)" },
   { name = "output", short = "o", type = "string", default = "text", help = "text or json" },
-  { name = "scripts", type = "string" },
+  { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
   { name = "v", short = "v", type = "int", default = 0 },
 }
 
@@ -238,6 +238,9 @@ function M.up(argv)
     { name = "feature-gates", type = "string", help = "Feature gates for the init ClusterConfiguration" },
     { name = "config", type = "string", help = "A kubeadm config file for init (address and name are filled in)" },
     { name = "flow", type = "string", help = "A flow file for init (see docs/scripting.md)" },
+    { name = "join-flow", type = "string", help = "A flow file for the joins" },
+    { name = "phase-add", type = "list", help = "NAME:after=X|before=X|replace=X for the joins (site phases)" },
+    { name = "phase-file", type = "list", help = "Site phase files for the joins" },
     { name = "bin-dir", type = "string", help = "Where the lab's binaries are (default .lab/bin)" },
     { name = "subnet", type = "string", default = net.SUBNET, help = "The lab's /24, as its first three octets" },
   }, argv)
@@ -358,7 +361,11 @@ function M.up(argv)
       if n.role == "spare" then goto continue end
       local jfile = join_config(st, n, cp1)
       log.info("[lab] %s: moonadm join --config %s", n.name, jfile)
-      local jcode = M.exec_on(st, n, { "moonadm", "join", "--config", jfile })
+      local jargv = { "moonadm", "join", "--config", jfile }
+      if flags["join-flow"] then jargv[#jargv + 1] = "--flow"; jargv[#jargv + 1] = abs(flags["join-flow"]) end
+      for _, f in ipairs(flags["phase-file"] or {}) do jargv[#jargv + 1] = "--phase-file"; jargv[#jargv + 1] = abs(f) end
+      for _, a in ipairs(flags["phase-add"] or {}) do jargv[#jargv + 1] = "--phase-add"; jargv[#jargv + 1] = a end
+      local jcode = M.exec_on(st, n, jargv)
       if jcode ~= 0 then error(("moonadm join on %s failed (exit %d)"):format(n.name, jcode), 0) end
       ::continue::
     end
@@ -456,7 +463,7 @@ function M.kubelet(argv)
   local flags = flags_mod.parse({
     { name = "root", type = "string" }, { name = "node-ip", type = "string" }, { name = "bin-dir", type = "string" },
     { name = "node-name", type = "string" }, { name = "healthz-port", type = "int", default = 10248 },
-    { name = "scripts", type = "string" }, { name = "v", short = "v", type = "int", default = 0 },
+    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" }, { name = "v", short = "v", type = "int", default = 0 },
   }, argv)
   if not flags or not flags.root or not flags["node-ip"] or not flags["bin-dir"] then
     error("usage: moonadm lab kubelet --root DIR --node-ip IP --bin-dir DIR [--node-name NAME]", 0)
@@ -471,7 +478,7 @@ end
 
 function M.lb(argv)
   local flags = flags_mod.parse({ { name = "listen", type = "string" }, { name = "backend", type = "list" },
-    { name = "scripts", type = "string" } }, argv)
+    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" } }, argv)
   if not flags or not flags.listen or not flags.backend then
     error("usage: moonadm lab lb --listen IP:PORT --backend IP:PORT [--backend ...]", 0)
   end

@@ -8,7 +8,7 @@ local fs = require "moonadm.fs"
 local M = {}
 
 function M.main(argv)
-  local flags, args = flags_mod.parse({ { name = "force", type = "bool" }, { name = "scripts", type = "string" } }, argv)
+  local flags, args = flags_mod.parse({ { name = "force", type = "bool" }, { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" } }, argv)
   if not flags then error(args, 0) end
   local sub, dir = args[1], args[2]
   if sub == "list" then

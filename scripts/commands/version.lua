@@ -9,7 +9,7 @@ local M = {}
 
 function M.main(argv)
   local flags, err = flags_mod.parse({ { name = "output", short = "o", type = "string", default = "" },
-    { name = "scripts", type = "string" } }, argv)
+    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" } }, argv)
   if not flags then error(err, 0) end
   local info = {
     moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,

@@ -50,6 +50,17 @@ describe("moonadm CLI", function()
     assert.matches("need engine 9.9, but this binary's engine is", err, 1, true)
   end)
 
+  it("refuses a scripts dir others can write before loading anything from it", function()
+    local dir = root .. "/open-scripts"
+    h.write(dir .. "/version.lua", 'error("this must never run")')
+    os.execute("chmod 0777 " .. h.q(dir))
+    local code, _, err = h.moonadm { "version", "--scripts", dir }
+    assert.equal(1, code)
+    assert.matches("refusing the scripts dir " .. dir .. ": " .. dir .. " is writable by others (mode 0777)", err, 1, true)
+    assert.is_nil(err:find("this must never run", 1, true))
+    assert.is_nil(err:find("stack traceback", 1, true))
+  end)
+
   it("fails a not-yet-implemented phase with exit code 3, never silently", function()
     local code, _, err = h.moonadm { "init", "--root", root, "--flow", h.top .. "/tests/spec/fixtures/flows/todo.lua" }
     assert.equal(3, code)
