@@ -46,6 +46,14 @@ end
 -- Returns whether the content changed.
 function M:write(path, data, mode)
   local ok, changed, err
+  -- The journal learns the file's content before the file is replaced: a run killed right after
+  -- the write (before a later journal save) still leaves a file the journal knows as ours. A
+  -- record whose write never happened is harmless: `owns` compares the content on disk.
+  local sum = core.sha256(data)
+  if self.journal and not self.dry_run then
+    local jok, jerr = self.journal:artifact(path, sum)
+    if not jok then error(("journal: %s"):format(jerr), 0) end
+  end
   if self.dry_run then
     log.info("[dryrun] Would write file %q", path)
     ok, changed = in_dry_root(self, fs.write, path, data, mode)
@@ -55,12 +63,7 @@ function M:write(path, data, mode)
     err = changed
   end
   if not ok then error(("writing %s: %s"):format(path, err), 0) end
-  local sum = core.sha256(data)
   self.artifacts[path] = sum
-  if self.journal and not self.dry_run then
-    local jok, jerr = self.journal:artifact(path, sum)
-    if not jok then error(("journal: %s"):format(jerr), 0) end
-  end
   return changed
 end
 

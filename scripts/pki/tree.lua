@@ -63,6 +63,18 @@ function M.path(E, base, ext) return ("%s/%s.%s"):format(E.dir, base, ext) end
 
 local function read(E, p) return E.ctx:read(p) end
 
+-- Each file is replaced atomically, a key and its certificate are not: a run killed between the two
+-- writes leaves the key alone. When the journal records that key as this engine's own write (same
+-- content), it is such a leftover, and the pair is generated again; any other lone key is refused.
+local function interrupted_pair(E, keyp, key)
+  local j = E.ctx and E.ctx.journal
+  if j and j:owns(keyp, key) then
+    log.info("[certs] %s has no certificate: left by an interrupted run (journal), generating both again", keyp)
+    return true
+  end
+  return false
+end
+
 local function iso(t) return os.date("!%Y-%m-%dT%H:%M:%SZ", t) end
 
 -- kubeadm's CheckCertificatePeriodValidity: only ever a warning.
@@ -82,7 +94,7 @@ function M.load_ca(E, c)
   local crtp, keyp = M.path(E, c.base, "crt"), M.path(E, c.base, "key")
   local crt, key = read(E, crtp), read(E, keyp)
   if not crt then
-    if key then
+    if key and not interrupted_pair(E, keyp, key) then
       error(("found the CA key %s without its certificate %s: restore the certificate or remove the key")
         :format(keyp, crtp), 0)
     end
@@ -122,7 +134,10 @@ function M.check_leaf(E, c, ca)
     end
     return "missing"
   end
-  if not crt then error(("found the key %s without its certificate %s"):format(keyp, crtp), 0) end
+  if not crt then
+    if interrupted_pair(E, keyp, key) then return "missing" end
+    error(("found the key %s without its certificate %s"):format(keyp, crtp), 0)
+  end
   if not key then error(("found the certificate %s without its key %s"):format(crtp, keyp), 0) end
   local k, kerr = pki.read_key(key)
   if not k then error(("failure loading key for %s: %s: %s"):format(c.name, keyp, kerr), 0) end
