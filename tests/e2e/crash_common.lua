@@ -296,7 +296,19 @@ function M.secret_leaks(texts, root, token, cert_key)
 end
 
 -- Crash points to try: every one (full) or `sample` chosen with the seed.
-function M.points(counts, sample, seed)
+-- MOONADM_CRASH_POINTS="FLOW=kind:n,...;FLOW=..." (FLOW init or join) names the points instead.
+function M.points(counts, sample, seed, flow)
+  local named = os.getenv("MOONADM_CRASH_POINTS")
+  if named and named ~= "" then
+    local out = {}
+    for spec in named:gmatch("[^;]+") do
+      local f, list = spec:match("^%s*(%w+)=(.*)$")
+      if f == flow then
+        for kind, n in list:gmatch("(%a+):(%d+)") do out[#out + 1] = { kind, tonumber(n) } end
+      end
+    end
+    return out
+  end
   local all = {}
   for _, kind in ipairs { "write", "api", "etcd" } do
     for i = 1, counts[kind] do all[#all + 1] = { kind, i } end
@@ -304,8 +316,14 @@ function M.points(counts, sample, seed)
   if not sample or sample >= #all then return all end
   math.randomseed(seed)
   local pick, seen = {}, {}
-  -- at least one of each kind that has any, then at random
-  for _, kind in ipairs { "write", "api", "etcd" } do
+  -- one of each kind that has any (kinds in a seeded order, so a small sample still reaches every
+  -- kind over runs), then at random
+  local kinds = { "write", "api", "etcd" }
+  for i = #kinds, 2, -1 do
+    local j = math.random(i)
+    kinds[i], kinds[j] = kinds[j], kinds[i]
+  end
+  for _, kind in ipairs(kinds) do
     if counts[kind] > 0 and #pick < sample then
       local p = { kind, math.random(counts[kind]) }
       pick[#pick + 1] = p

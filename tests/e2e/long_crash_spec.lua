@@ -31,7 +31,7 @@ describe("crash anywhere and --resume (own lab dev14c, every mutation)", functio
     local kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
     local want_tokens = crash.tokens(st, kubeconfig)
     local failures, tried = {}, 0
-    for _, p in ipairs(crash.points(counts, SAMPLE, SEED)) do
+    for _, p in ipairs(crash.points(counts, SAMPLE, SEED, "init")) do
       crash.clean(st)
       tried = tried + 1
       local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
@@ -58,7 +58,7 @@ describe("crash anywhere and --resume (own lab dev14c, every mutation)", functio
     print(("[long_crash_spec] join: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
     local kubeconfig = cp1.root .. "/etc/kubernetes/admin.conf"
     local failures, tried = {}, 0
-    for _, p in ipairs(crash.points(counts, nil, SEED + 1)) do
+    for _, p in ipairs(crash.points(counts, nil, SEED + 1, "join")) do
       crash.clean(st)
       tried = tried + 1
       local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
