@@ -111,6 +111,8 @@ describe("faults (own lab dev14f)", function()
   end)
 
   pending("a failed flow's message says how to resume (re-run with --resume): the runner prints no such hint yet (closing note of issue 10)")
+  pending("etcd unreachable during a control-plane join: a join that fails after its learner was added removes the learner " ..
+    "(scripts/join/etcd.lua leaves it today; removing it also needs the local etcd manifest and data dir gone: closing note of issue 10)")
 
   it("the kube-apiserver restarts during the cluster phases (its process killed): they wait and succeed", function()
     -- Killed, the kubelet stand-in restarts it after its back-off, as a kubelet restarts a crashed
