@@ -69,10 +69,19 @@ function M.join(ctx)
   ctx:mkdir(require("manifests.etcd").data_dir(ctx.cfg.cluster), "0700")
   log.info('[etcd] Creating static Pod manifest for "etcd"')
   manifests.create(ctx, "etcd", { initial_cluster = initial, existing = true })
+  -- A learner that never catches up must not stay behind: it would count in every later quorum
+  -- check and block the next join with the same peer URL. Remove it, then say how to retry.
+  local function fail(what, err)
+    local how, rerr = m:remove(peer)
+    local cleanup = how and ("the learner %s was removed again"):format(peer)
+      or ("removing the learner %s failed too: %s"):format(peer, tostring(rerr))
+    error(("[etcd] %s: %s; %s. Fix the cause and run the same join again (add --resume to keep the work done)")
+      :format(what, tostring(err), cleanup), 0)
+  end
   local report, werr = m:wait_for_member(peer)
-  if not report then error("[etcd] " .. tostring(werr), 0) end
+  if not report then fail("the new etcd member did not join", werr) end
   local promoted, perr = m:promote(peer)
-  if not promoted then error("[etcd] " .. tostring(perr), 0) end
+  if not promoted then fail("the new etcd member could not be promoted", perr) end
 end
 
 return M
