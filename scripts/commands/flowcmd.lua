@@ -168,6 +168,12 @@ function M.main(opts)
   local ok, rerr = runner.run(flow, ctx, run_opts)
   if not ok then
     log.error(errors.message(rerr))
+    -- A phase failed part-way through a flow: the journal knows what is done.
+    if run_opts.journal and not run_opts.filter and errors.message(rerr):match("^error execution phase ") then
+      log.line("info", ("To continue once the cause is fixed, run the same command again with --resume " ..
+        "(phases done with the same inputs are skipped, this run's files are accepted): moonadm %s ... --resume")
+        :format(opts.name:gsub("%-", " ")))
+    end
     return errors.code(rerr)
   end
   return 0
