@@ -370,7 +370,9 @@ int ma_yaml_key_less(const char *a, const char *b)
 			return ca < cb;
 		if (al || bl)
 			return bl;
-		long long an = 0, bn = 0;
+		/* Go's int arithmetic wraps (yaml.v2 keyLess); in C only unsigned arithmetic may: wrap
+		 * there, compare as Go's signed ints. */
+		unsigned long long an = 0, bn = 0;
 		size_t ai, bi;
 		if (ca == '0' || cb == '0') {
 			for (size_t j = i; j-- > 0 && isdigit((unsigned char)a[j]);)
@@ -380,11 +382,11 @@ int ma_yaml_key_less(const char *a, const char *b)
 				}
 		}
 		for (ai = i; ai < la && isdigit((unsigned char)a[ai]); ai++)
-			an = an * 10 + (a[ai] - '0');
+			an = an * 10 + (unsigned)(a[ai] - '0');
 		for (bi = i; bi < lb && isdigit((unsigned char)b[bi]); bi++)
-			bn = bn * 10 + (b[bi] - '0');
+			bn = bn * 10 + (unsigned)(b[bi] - '0');
 		if (an != bn)
-			return an < bn;
+			return (long long)an < (long long)bn;
 		if (ai != bi)
 			return ai < bi;
 		return ca < cb;
