@@ -124,10 +124,13 @@ function M.etcd_members(st, node)
 end
 
 -- Back to a node with nothing of init or join: moonadm reset (removes its etcd member when it
--- joined), then whatever a reset might leave is removed by hand, and the node's ports are free.
+-- joined), its Node deleted from the lab's cluster, whatever a reset might leave removed by hand,
+-- and the node's ports free.
 function M.clean(st)
   local s1 = M.node(st, "s1")
   M.exec(st, "s1", { h.bin, "reset", "--force" })
+  -- as after kubeadm reset: the Node object goes too (a Ready Node "s1" would refuse the next join)
+  M.kubectl(st, st.dir .. "/super-admin.conf", { "delete", "node", "s1", "--ignore-not-found" })
   os.execute("rm -f " .. h.q(s1.root) .. "/etc/kubernetes/manifests/*.yaml")
   for _ = 1, 120 do
     local code = M.exec(st, "s1", { "bash", "-c", "! (exec 3<>/dev/tcp/127.0.0.1/6443) 2>/dev/null && ! (exec 3<>/dev/tcp/127.0.0.1/2379) 2>/dev/null" })
