@@ -16,7 +16,21 @@ local core = require "moonadm.core"
 local proc = require "moonadm.proc"
 
 local TOP = core.exe():match("^(.*)/bin/moonadm$") or os.getenv("PWD")
-local MOONADM = TOP .. "/bin/moonadm"
+-- The binary under test is a private snapshot of bin/moonadm: other people rebuild bin/moonadm in
+-- place while a run goes on ("exec: Permission denied" mid-run). SNAP/.lab points at the checkout's
+-- .lab, so the lab (which finds .lab next to its binary) still uses .lab/bin and .lab/NAME.
+local SNAP = "/tmp/moonadm-bench-snap." .. core.getpid()
+do
+  local ok = false
+  for _ = 1, 20 do
+    os.execute(("rm -rf '%s' && mkdir -p '%s/bin' && cp '%s/bin/moonadm' '%s/bin/moonadm' && ln -s '%s/.lab' '%s/.lab'"):format(
+      SNAP, SNAP, TOP, SNAP, TOP, SNAP))
+    if os.execute(("'%s/bin/moonadm' version >/dev/null 2>&1"):format(SNAP)) then ok = true break end
+    core.sleep(3)
+  end
+  if not ok then error("could not take a working snapshot of bin/moonadm", 0) end
+end
+local MOONADM = SNAP .. "/bin/moonadm"
 local KUBEADM = os.getenv("BENCH_KUBEADM") or (TOP .. "/.lab/bin/kubeadm")
 local KVER = "v1.35.4"
 local REPS = tonumber(os.getenv("BENCH_REPS") or "") or 7
@@ -350,6 +364,7 @@ local machine = {
   cpus = core.ncpu(), mem_total = sh("awk '/MemTotal/{print $2\" kB\"}' /proc/meminfo"),
   kernel = sh("uname -r"), moonadm_version = sh(MOONADM .. " version -o json || " .. MOONADM .. " version"),
   kubeadm_version = sh(KUBEADM .. " version -o short"), commit = sh("git -C '" .. TOP .. "' rev-parse --short HEAD"),
+  moonadm_sha256 = sh("sha256sum '" .. MOONADM .. "' | cut -c1-16"),
 }
 results.host = machine
 results.load_start = loadavg()
@@ -373,6 +388,26 @@ if want("pki") and os.getenv("BENCH_PKI_AGAIN") == "1" then
   local before = #results.rows
   section_pki()
   for i = before + 1, #results.rows do results.rows[i].id = results.rows[i].id .. "-rerun"; results.rows[i].title = results.rows[i].title .. " (re-run)" end
+end
+-- BENCH_MERGE=FILE: rows of an earlier results file that this run did not produce are carried over
+-- (marked carried_from), e.g. the scale rows of a BENCH_SCALE=1 run into a later default run.
+if os.getenv("BENCH_MERGE") then
+  local old = readf(os.getenv("BENCH_MERGE"))
+  local prev = old and cjson.decode(old)
+  if prev then
+    local have = {}
+    for _, r in ipairs(results.rows) do have[r.id] = true end
+    for _, r in ipairs(prev.rows or {}) do
+      if not have[r.id] then
+        r.carried_from = r.carried_from or prev.started
+        results.rows[#results.rows + 1] = r
+      end
+    end
+    for _, k in ipairs { "kep4471", "lab_init_phase_medians" } do results[k] = results[k] or prev[k] end
+    for _, sk in ipairs(prev.skipped or {}) do
+      if not have[sk.item] then results.skipped[#results.skipped + 1] = sk end
+    end
+  end
 end
 results.finished = os.date("!%Y-%m-%dT%H:%M:%SZ")
 results.load_end = loadavg()
@@ -416,10 +451,11 @@ for _, r in ipairs(results.rows) do
   local function trio(t) return t and t.median and ("%s / %s / %s"):format(fmt(t.min, r.unit), fmt(t.median, r.unit), fmt(t.max, r.unit)) or "-" end
   local cpu = r.moonadm and r.moonadm.cpu_median and r.kubeadm.cpu_median and
     ("%.2f/%.2f (%s)"):format(r.moonadm.cpu_median, r.kubeadm.cpu_median, r.cpu_ratio and ("%.1f"):format(r.cpu_ratio) or "-") or "-"
-  out(("%-48s %-30s %-30s %7s %15s %6s %3s"):format(r.title:sub(1, 48), trio(r.moonadm), trio(r.kubeadm),
+  out(("%-48s %-30s %-30s %7s %15s %6s %3s"):format((r.title:sub(1, 46) .. (r.carried_from and " *" or "")), trio(r.moonadm), trio(r.kubeadm),
     r.ratio and ("%.2f"):format(r.ratio) or "-", cpu, r.load_start and ("%.1f"):format(r.load_start[1]) or "-",
     tostring(r.moonadm and r.moonadm.n or "")))
 end
+out("* carried over from an earlier run (BENCH_MERGE), see carried_from in the JSON")
 out("")
 out("targets (reported, not asserted):")
 for _, t in ipairs(targets) do out(("  [%s] %s: %s"):format(t.met and "met" or "NOT met", t.target, t.detail)) end
@@ -436,4 +472,4 @@ local dated = OUT .. "/" .. os.date("!%Y-%m-%dT%H%M%SZ") .. ".json"
 writef(dated, json)
 writef(OUT .. "/latest.txt", table_text .. "\n")
 say("wrote %s/latest.json, %s, %s/latest.txt", OUT, dated, OUT)
-os.execute("rm -rf " .. WORK)
+os.execute("rm -rf " .. WORK .. " " .. SNAP)
