@@ -144,6 +144,23 @@ describe("secrets in output", function()
     end
   end)
 
+  it("certs check-expiration and certs renew at -v 10, -o json and yaml, print no private key", function()
+    local root = dir .. "/root"
+    assert.equal(0, (h.moonadm { "init", "phase", "certs", "all", "--root", root }))
+    assert.equal(0, (h.moonadm { "init", "phase", "kubeconfig", "all", "--root", root, "--apiserver-advertise-address", "10.0.0.1" }))
+    local texts = {}
+    for _, o in ipairs { "json", "yaml", "text" } do
+      local code, out, err = h.moonadm { "certs", "check-expiration", "--root", root, "-o", o, "-v", "10" }
+      assert.equal(0, code, out .. err)
+      texts[#texts + 1] = out .. err
+    end
+    local code, out, err = h.moonadm { "certs", "renew", "all", "--root", root, "-v", "10" }
+    assert.equal(0, code, out .. err)
+    texts[#texts + 1] = out .. err
+    local keys = private_keys(root) -- the renewed keys and kubeconfigs
+    for _, t in ipairs(texts) do assert_no_keys(t, keys) end
+  end)
+
   it("token list -o json against no cluster names no secret in its error", function()
     h.write(dir .. "/c.yaml", CONFIG)
     local code, out, err = h.moonadm { "token", "create", "abcdef.0123456789abcdef", "--kubeconfig", dir .. "/none.conf",
