@@ -100,7 +100,23 @@ function M.run(ctx)
   local proxy = tokens.normalize { ttl = "2h0m0s", usages = {}, groups = {}, description = M.TOKEN_DESCRIPTION }
   local tsecret = tokens.secret(proxy, os.time())
   local owner
-  if ctx.dry_run then
+  -- A re-run (--resume after a crash between the token and the journal) reuses the owner token of
+  -- the kubeadm-certs Secret while it has more than an hour to live, instead of leaving a second
+  -- token behind; an older or missing one is replaced, as kubeadm does on every run.
+  if not ctx.dry_run then
+    local live = c:get({ apiVersion = "v1", kind = "Secret", namespace = M.NS, name = M.SECRET })
+    local ref = live and live.metadata and live.metadata.ownerReferences and live.metadata.ownerReferences[1]
+    local tok = ref and ref.kind == "Secret" and
+      c:get({ apiVersion = "v1", kind = "Secret", namespace = M.NS, name = ref.name })
+    local t = tok and tok.metadata and tok.metadata.uid == ref.uid and tokens.from_secret(tok)
+    if t and t.expires and t.expires > os.time() + 3600 and #t.usages == 0 then
+      log.v(1, "[upload-certs] Reusing the kubeadm-certs owner token %s (expires %s)", t.id, tokens.rfc3339(t.expires))
+      owner = tok
+    end
+  end
+  if owner then
+    -- reused above
+  elseif ctx.dry_run then
     log.info("[dryrun] Would create Secret %s/%s", tsecret.metadata.namespace, tsecret.metadata.name)
     owner = { metadata = { name = tsecret.metadata.name, uid = "dry-run" } }
   else
