@@ -234,13 +234,24 @@ function M.count(st, argv, extra)
   for _, x in ipairs(argv) do a[#a + 1] = x end
   for _, x in ipairs(extra or {}) do a[#a + 1] = x end
   local code, out = M.exec(st, "s1", a, { "MOONADM_HOOK_LOG=" .. logf })
-  local counts = { write = 0, api = 0, etcd = 0 }
+  local counts, lines = { write = 0, api = 0, etcd = 0 }, {}
   for line in io.lines(logf) do
     local kind = line:match("^(%a+) %d+ ")
-    if counts[kind] then counts[kind] = counts[kind] + 1 end
+    if counts[kind] then counts[kind] = counts[kind] + 1; lines[#lines + 1] = line end
   end
   os.remove(logf)
-  return code, counts, out
+  return code, counts, out, lines
+end
+
+-- The first mutation whose hook-log line matches `pattern` ("api 9 POST /api/v1/... 201"), as a
+-- crash point {kind, n}: regression points named by what they do, not by a number that moves.
+function M.point_of(lines, pattern)
+  for _, l in ipairs(lines) do
+    if l:match(pattern) then
+      local kind, n = l:match("^(%a+) (%d+) ")
+      return { kind, tonumber(n) }
+    end
+  end
 end
 
 -- One crash point: the hooked run killed at kind:n, then the plain binary with --resume.

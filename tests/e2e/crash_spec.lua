@@ -22,7 +22,7 @@ describe("crash anywhere and --resume (own lab dev14c, a sample)", function()
     local cfg = crash.init_config(st)
     argv = { "init", "--config", cfg, "--upload-certs" }
     crash.clean(st)
-    local code, counts, out = crash.count(st, argv, { "-v", "10" })
+    local code, counts, out, lines = crash.count(st, argv, { "-v", "10" })
     assert.equal(0, code, out)
     -- the clean run at -v 10: no secret in its output or in the kubelet stand-in's log
     local leaks = crash.secret_leaks({ init = out, ["s1 kubelet log"] = h.read(s1.root .. "/var/log/moonadm-kubelet.log") or "" },
@@ -32,7 +32,11 @@ describe("crash anywhere and --resume (own lab dev14c, a sample)", function()
     local kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
     local want_tokens = crash.tokens(st, kubeconfig)
     local failures, tried = {}, 0
-    for _, p in ipairs(crash.points(counts, SAMPLE, SEED, "init")) do
+    local points = crash.points(counts, SAMPLE, SEED, "init")
+    -- regression: killed right after upload-certs created its owner token (a second token was left)
+    points[#points + 1] = os.getenv("MOONADM_CRASH_POINTS") == nil and
+      crash.point_of(lines, "^api %d+ POST /api/v1/namespaces/kube%-system/secrets ") or nil
+    for _, p in ipairs(points) do
       crash.clean(st)
       tried = tried + 1
       local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
