@@ -250,6 +250,10 @@ function Kubelet:run(opts)
     if self.api then pcall(self.api.shutdown, self.api) end
     uv.stop()
   end
+  -- SIGUSR1: rotate the client certificate now (as if it were near its end of life)
+  uv.new_signal():start("sigusr1", function()
+    if self.api then self.api.rotate_now = true; self.api.next.rotate = 0 end
+  end)
   for _, sig in ipairs { "sigterm", "sigint" } do
     local h = uv.new_signal()
     h:start(sig, stop)

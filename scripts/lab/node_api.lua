@@ -333,6 +333,47 @@ function M:resync()
   self.dirty = false
 end
 
+-- Client certificate rotation, as a kubelet with rotateCertificates does: past 80% of the
+-- certificate's lifetime (a kubelet picks 70-90%), or when asked (SIGUSR1 to the stand-in), a new
+-- key and a CSR signed with the node's current identity (auto-approved through
+-- kubeadm:node-autoapprove-certificate-rotation); the new pair replaces kubelet-client-current.pem.
+function M:rotate(force)
+  local pem = fs.read(CLIENT_PEM)
+  if not pem then return end
+  local cert = pki.read_cert(pem)
+  if not cert then return end
+  local info = cert:info()
+  local life = info.not_after - info.not_before
+  if not force and os.time() < info.not_before + 0.8 * life then return end
+  local r = self.rotation
+  if not r then
+    local key = assert(pki.generate_key("ECDSA-P256"))
+    local csr = assert(pki.create_csr(key, { cn = "system:node:" .. self.node, o = { "system:nodes" } }))
+    local obj, err = self.client:create {
+      apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest", metadata = { generateName = "csr-" },
+      spec = { request = api.b64encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
+        usages = { "digital signature", "client auth" } } }
+    if not obj then return self:note("certificate rotation", err) end
+    r = { name = obj.metadata.name, key_pem = key:pem() }
+    self.rotation = r
+    log("certificate rotation: created CertificateSigningRequest %s", r.name)
+  end
+  local obj, err = self.client:get { apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest", name = r.name }
+  if not obj then return self:note("certificate rotation", err) end
+  local signed = obj.status and obj.status.certificate
+  if not signed or signed == "" then return end
+  local new = api.b64decode(signed) .. r.key_pem
+  fs.write(("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S")), new, "0600")
+  fs.write(CLIENT_PEM, new, "0600")
+  self.rotation, self.rotate_now = nil, false
+  log("certificate rotation done: %s renewed (CSR %s)", CLIENT_PEM, r.name)
+  -- reconnect with the new certificate when kubelet.conf points at the rotating file
+  if (self.client_conf or ""):find(CLIENT_PEM, 1, true) then
+    self.client:close()
+    self.client, self.client_conf = nil, nil
+  end
+end
+
 -- Called by the kubelet loop every 200 ms.
 function M:tick()
   if not self.client then
@@ -353,6 +394,10 @@ function M:tick()
   if not self.node_uid then
     if self:due("register", 1) then self:register() end
     return
+  end
+  if self.rotate_now or self:due("rotate", 60) then
+    self:rotate(self.rotate_now)
+    if not self.client then return end
   end
   if self:due("status", STATUS_EVERY) then self:node_status() end
   if self:due("lease", LEASE_EVERY) then self:lease() end

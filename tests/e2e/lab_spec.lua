@@ -113,3 +113,34 @@ describe("lab kubelet stand-in (1 node)", function()
     assert.equal("https://" .. st.nodes[1].ip .. ":2379", out)
   end)
 end)
+
+describe("lab kubelet stand-in certificate rotation (1 node)", function()
+  local st
+  setup(function() st = fixture.get("one") end)
+
+  it("renews its client certificate through a CSR the real controller-manager approves", function()
+    local pem_path = st.nodes[1].root .. "/var/lib/kubelet/pki/kubelet-client-current.pem"
+    local pki = require "moonadm.pki"
+    local before = pki.read_cert(h.read(pem_path)):info()
+    local code, out = h.moonadm { "lab", "status", "--name", st.name, "-o", "json" }
+    assert.equal(0, code, out)
+    local pid = math.tointeger(cjson.decode(out).nodes[1].kubelet_pid)
+    os.execute("kill -USR1 " .. pid)
+    local after
+    local deadline = os.time() + 60
+    while os.time() < deadline do
+      local text = h.read(pem_path)
+      local c = text and pki.read_cert(text)
+      after = c and c:info()
+      if after and after.serial ~= before.serial then break end
+      os.execute("sleep 0.5")
+    end
+    assert.are_not.equal(before.serial, after.serial)
+    assert.equal("system:node:cp1", after.subject.cn)
+    assert.same({ "system:nodes" }, after.subject.o)
+    -- the node keeps talking with the new certificate
+    local rc, ready = fixture.kubectl(st, { "get", "node", "cp1", "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}" })
+    assert.equal(0, rc, ready)
+    assert.equal("True", ready)
+  end)
+end)
