@@ -273,6 +273,13 @@ function M.apply(E, a)
   elseif c.sa then
     if a.action == "reuse" then
       log.info('[certs] Using the existing "sa" key')
+      -- a run killed between sa.key and sa.pub leaves the key alone: derive the public key again
+      local pubp = M.path(E, "sa", "pub")
+      if not E.ctx:exists(pubp) then
+        local k = assert(pki.read_key(assert(read(E, M.path(E, "sa", "key")))))
+        log.info('[certs] Writing the missing "sa" public key from the existing key')
+        E.ctx:write(pubp, assert(k:public_pem()), tonumber("600", 8))
+      end
       return
     end
     log.info('[certs] Generating "sa" key and public key')
