@@ -235,10 +235,12 @@ function M.count(st, argv, extra)
   for _, x in ipairs(extra or {}) do a[#a + 1] = x end
   local code, out = M.exec(st, "s1", a, { "MOONADM_HOOK_LOG=" .. logf })
   local counts, lines = { write = 0, api = 0, etcd = 0 }, {}
-  for line in io.lines(logf) do
+  local fh = io.open(logf, "r") -- absent when the run failed before its first mutation
+  for line in fh and fh:lines() or function() end do
     local kind = line:match("^(%a+) %d+ ")
     if counts[kind] then counts[kind] = counts[kind] + 1; lines[#lines + 1] = line end
   end
+  if fh then fh:close() end
   os.remove(logf)
   return code, counts, out, lines
 end
