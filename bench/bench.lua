@@ -249,7 +249,26 @@ local function section_pki()
     moonadm = function() return moon(fresh_root(tpl.moonadm), { "certs", "renew", "all" }, CFG["RSA-2048"]) end,
     kubeadm = function() return kadm(fresh_root(tpl.kubeadm), { "certs", "renew", "all" }, CFG["RSA-2048"]) end,
     after = function() os.execute(("ls -d %s/root-* | grep -v -e '%s$' -e '%s$' | xargs rm -rf"):format(WORK, tpl.moonadm, tpl.kubeadm)) end,
-  }, { generates_keys = false, note = "renewal re-signs with the existing keys in both tools" })
+  }, { generates_keys = false })
+  -- Does renewal keep the private keys? (kubeadm re-signs with the existing key.)
+  local keeps = {}
+  for _, tool in ipairs { "moonadm", "kubeadm" } do
+    local root = fresh_root(tpl[tool])
+    local key = root .. "/etc/kubernetes/pki/apiserver.key"
+    local before = sh("sha256sum '" .. key .. "'")
+    local argv, opts
+    if tool == "moonadm" then argv, opts = moon(root, { "certs", "renew", "all" }, CFG["RSA-2048"])
+    else argv, opts = kadm(root, { "certs", "renew", "all" }, CFG["RSA-2048"]) end
+    timed(argv, opts)
+    keeps[tool] = before ~= "" and before == sh("sha256sum '" .. key .. "'")
+  end
+  local r = results.rows[#results.rows]
+  r.renew_keeps_private_keys = keeps
+  r.note = ("apiserver.key kept by renew: moonadm %s, kubeadm %s"):format(tostring(keeps.moonadm), tostring(keeps.kubeadm))
+  -- a renewal that writes new keys is a key-generating phase (kubeadm v1.35 does: NewCertAndKey)
+  if not keeps.moonadm and not keeps.kubeadm then r.generates_keys = true end
+  note("certs renew all: %s", r.note)
+  cleanup_roots()
 end
 
 local function section_phases()
@@ -336,7 +355,7 @@ local function section_instr()
     local code, out = proc.run { argv = vargv, mounts = opts.mounts, cwd = WORK }
     local n = out:match("Collected : (%d+)")
     say("callgrind %s: exit %d, %s instructions, %.1fs", tool, code, tostring(n), core.monotonic() - t0)
-    if code ~= 0 then say("%s", out:sub(-500)) end
+    if code ~= 0 then say("  %s", (out:match("[^\n]*[Vv]algrind[^\n]*") or out:sub(-200))) end
     return tonumber(n)
   end
   local mi = collected("moonadm", moon(fresh_root(), { "init", "phase", "certs", "all" }, CFG["ECDSA-P256"]))
@@ -404,9 +423,6 @@ if os.getenv("BENCH_MERGE") then
       end
     end
     for _, k in ipairs { "kep4471", "lab_init_phase_medians" } do results[k] = results[k] or prev[k] end
-    for _, sk in ipairs(prev.skipped or {}) do
-      if not have[sk.item] then results.skipped[#results.skipped + 1] = sk end
-    end
   end
 end
 results.finished = os.date("!%Y-%m-%dT%H:%M:%SZ")
@@ -453,7 +469,7 @@ for _, r in ipairs(results.rows) do
     ("%.2f/%.2f (%s)"):format(r.moonadm.cpu_median, r.kubeadm.cpu_median, r.cpu_ratio and ("%.1f"):format(r.cpu_ratio) or "-") or "-"
   out(("%-48s %-30s %-30s %7s %15s %6s %3s"):format((r.title:sub(1, 46) .. (r.carried_from and " *" or "")), trio(r.moonadm), trio(r.kubeadm),
     r.ratio and ("%.2f"):format(r.ratio) or "-", cpu, r.load_start and ("%.1f"):format(r.load_start[1]) or "-",
-    tostring(r.moonadm and r.moonadm.n or "")))
+    tostring(math.tointeger(r.moonadm and r.moonadm.n or 0) or "")))
 end
 out("* carried over from an earlier run (BENCH_MERGE), see carried_from in the JSON")
 out("")
