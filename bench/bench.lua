@@ -355,7 +355,7 @@ local function section_instr()
     local code, out = proc.run { argv = vargv, mounts = opts.mounts, cwd = WORK }
     local n = out:match("Collected : (%d+)")
     say("callgrind %s: exit %d, %s instructions, %.1fs", tool, code, tostring(n), core.monotonic() - t0)
-    if code ~= 0 then say("  %s", (out:match("[^\n]*[Vv]algrind[^\n]*") or out:sub(-200))) end
+    if code ~= 0 then say("  %s", (out:match("[^\n]*Assertion[^\n]*") or out:match("[^\n]*[Tt]erminating[^\n]*") or out:sub(-200))) end
     return tonumber(n)
   end
   local mi = collected("moonadm", moon(fresh_root(), { "init", "phase", "certs", "all" }, CFG["ECDSA-P256"]))
@@ -363,7 +363,7 @@ local function section_instr()
   value_row("instructions", "certs-all-ecdsa-p256-instr", "instructions, certs all ECDSA-P256 (callgrind)", "Minstr",
     mi and r4(mi / 1e6), ki and r4(ki / 1e6), { lower_is_better = true,
       note = "callgrind counts the user-space instructions of the main process (all threads); kubeadm's Go runtime threads included" })
-  if not ki then note("callgrind: valgrind crashes on the Go binary kubeadm (its runtime is not supported), so kubeadm has no instruction count; compare the CPU seconds (cpu_median) of the timed rows instead") end
+  if not ki then note("callgrind: valgrind crashes on the Go binary kubeadm (callgrind's signal-handling assertion in threads.c, Go's runtime signals), so kubeadm has no instruction count; compare the CPU seconds (cpu_median) of the timed rows instead") end
   local mv = collected("moonadm", { MOONADM, "version" }, { mounts = mounts(fresh_root()) })
   local kv = collected("kubeadm", { KUBEADM, "version" }, { mounts = mounts(fresh_root()) })
   value_row("instructions", "version-instr", "instructions, version (callgrind)", "Minstr", mv and r4(mv / 1e6), kv and r4(kv / 1e6),
