@@ -171,7 +171,9 @@ function M.hostname(node_name)
       if not require("config.net").is_dns_subdomain(node_name) then
         return { { level = "error", msg = ("invalid node name format %q"):format(node_name) } }
       end
-      local out = sh_read("getent hosts " .. ("'" .. node_name:gsub("'", "") .. "'"))
+      -- ahosts (getaddrinfo, any family) answers from /etc/hosts at once; `getent hosts` asks for IPv6
+      -- first and waits on DNS when the name has only an IPv4 entry.
+      local out = sh_read("getent ahosts " .. ("'" .. node_name:gsub("'", "") .. "'"))
       if not (out and out:match("%S")) then
         return { { level = "warning", msg = ("hostname %q could not be reached"):format(node_name) },
           { level = "warning", msg = ("hostname %q: lookup %s: no such host"):format(node_name, node_name) } }

@@ -64,12 +64,17 @@ end
 
 local function renew(spec, argv)
   local flags, args, _, E = setup(spec, argv)
+  if flags.help then -- (setup stops before loading anything under --help)
+    log.result("Renew certificates for a Kubernetes cluster\n\nUsage:\n  moonadm certs renew <name|all> [flags]\n\n" ..
+      flags_mod.usage(common.flags(common.global, spec)))
+    return 0
+  end
   local names = {}
   for _, r in ipairs((expiration.rows(E, kdir(flags)))) do names[#names + 1] = r.name end
-  if flags.help or not args[1] then
+  if not args[1] then
     log.result("Renew certificates for a Kubernetes cluster\n\nUsage:\n  moonadm certs renew <" ..
       table.concat(names, "|") .. "|all> [flags]")
-    return flags.help and 0 or 1
+    return 1
   end
   local lines = expiration.renew(E, expiration.targets(E, kdir(flags), args[1]))
   for _, l in ipairs(lines) do io.stdout:write(l, "\n") end
