@@ -113,6 +113,20 @@ function M.run(ctx)
       log.v(1, "[upload-certs] Reusing the kubeadm-certs owner token %s (expires %s)", t.id, tokens.rfc3339(t.expires))
       owner = tok
     end
+    -- A crash right after the token was created and before kubeadm-certs named it as its owner:
+    -- the token is there but nothing points at it. Find it by its description.
+    if not owner then
+      local list = c:list({ apiVersion = "v1", kind = "Secret", namespace = M.NS },
+        { field_selector = "type=bootstrap.kubernetes.io/token" })
+      for _, sec in ipairs(list and list.items or {}) do
+        local lt = tokens.from_secret(sec)
+        if lt and lt.description == M.TOKEN_DESCRIPTION and lt.expires and lt.expires > os.time() + 3600
+          and #lt.usages == 0 and (not owner or lt.expires > tokens.from_secret(owner).expires) then
+          owner = sec
+        end
+      end
+      if owner then log.v(1, "[upload-certs] Reusing the unreferenced kubeadm-certs owner token %s", owner.metadata.name) end
+    end
   end
   if owner then
     -- reused above
