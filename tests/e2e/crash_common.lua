@@ -353,4 +353,20 @@ function M.points(counts, sample, seed, flow)
   return pick
 end
 
+-- Kills argv after each of `points` and re-runs it with --resume; check() says whether the node
+-- converged. Prints one line per point as "[tag] flow kind:n converged|FAILED". Returns the
+-- failure messages and the number of points tried.
+function M.sweep(tag, flow, st, argv, points, check)
+  local failures, tried = {}, 0
+  for _, p in ipairs(points) do
+    M.clean(st)
+    tried = tried + 1
+    local ok, why = M.crash_point(st, argv, p[1], p[2], check)
+    print(("[%s] %s %s:%d %s"):format(tag, flow, p[1], p[2], ok and "converged" or "FAILED"))
+    if not ok then failures[#failures + 1] = why end
+  end
+  print(("[%s] %s: %d crash points tried, %d failed"):format(tag, flow, tried, #failures))
+  return failures, tried
+end
+
 return M

@@ -31,21 +31,13 @@ describe("crash anywhere and --resume (own lab dev14c, a sample)", function()
     print(("[crash_spec] init: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
     local kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
     local want_tokens = crash.tokens(st, kubeconfig)
-    local failures, tried = {}, 0
     local points = crash.points(counts, SAMPLE, SEED, "init")
     -- regression: killed right after upload-certs created its owner token (a second token was left)
     points[#points + 1] = os.getenv("MOONADM_CRASH_POINTS") == nil and
       crash.point_of(lines, "^api %d+ POST /api/v1/namespaces/kube%-system/secrets ") or nil
-    for _, p in ipairs(points) do
-      crash.clean(st)
-      tried = tried + 1
-      local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
-        return crash.check(st, s1.root, kubeconfig, 1, want_tokens)
-      end)
-      print(("[crash_spec] init %s:%d %s"):format(p[1], p[2], ok and "converged" or "FAILED"))
-      if not ok then failures[#failures + 1] = why end
-    end
-    print(("[crash_spec] init: %d crash points tried, %d failed"):format(tried, #failures))
+    local failures = crash.sweep("crash_spec", "init", st, argv, points, function()
+      return crash.check(st, s1.root, kubeconfig, 1, want_tokens)
+    end)
     assert.equal(0, #failures, table.concat(failures, "\n\n"))
   end)
 
@@ -62,18 +54,10 @@ describe("crash anywhere and --resume (own lab dev14c, a sample)", function()
     assert.same({}, leaks)
     print(("[crash_spec] join: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
     local kubeconfig = cp1.root .. "/etc/kubernetes/admin.conf"
-    local failures, tried = {}, 0
-    for _, p in ipairs(crash.points(counts, math.max(1, SAMPLE - 1), SEED + 1, "join")) do
-      crash.clean(st)
-      tried = tried + 1
-      local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
-        return crash.check(st, crash.node(st, "s1").root, kubeconfig, 3, nil)
-      end)
-      print(("[crash_spec] join %s:%d %s"):format(p[1], p[2], ok and "converged" or "FAILED"))
-      if not ok then failures[#failures + 1] = why end
-    end
+    local failures = crash.sweep("crash_spec", "join", st, argv, crash.points(counts, math.max(1, SAMPLE - 1), SEED + 1, "join"), function()
+      return crash.check(st, crash.node(st, "s1").root, kubeconfig, 3, nil)
+    end)
     crash.clean(st)
-    print(("[crash_spec] join: %d crash points tried, %d failed"):format(tried, #failures))
     assert.equal(0, #failures, table.concat(failures, "\n\n"))
   end)
 end)

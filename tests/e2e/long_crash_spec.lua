@@ -30,17 +30,9 @@ describe("crash anywhere and --resume (own lab dev14c, every mutation)", functio
     print(("[long_crash_spec] init: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
     local kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
     local want_tokens = crash.tokens(st, kubeconfig)
-    local failures, tried = {}, 0
-    for _, p in ipairs(crash.points(counts, SAMPLE, SEED, "init")) do
-      crash.clean(st)
-      tried = tried + 1
-      local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
-        return crash.check(st, s1.root, kubeconfig, 1, want_tokens)
-      end)
-      print(("[long_crash_spec] init %s:%d %s"):format(p[1], p[2], ok and "converged" or "FAILED"))
-      if not ok then failures[#failures + 1] = why end
-    end
-    print(("[long_crash_spec] init: %d crash points tried, %d failed"):format(tried, #failures))
+    local failures = crash.sweep("long_crash_spec", "init", st, argv, crash.points(counts, SAMPLE, SEED, "init"), function()
+      return crash.check(st, s1.root, kubeconfig, 1, want_tokens)
+    end)
     assert.equal(0, #failures, table.concat(failures, "\n\n"))
   end)
 
@@ -57,18 +49,10 @@ describe("crash anywhere and --resume (own lab dev14c, every mutation)", functio
     assert.same({}, leaks)
     print(("[long_crash_spec] join: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
     local kubeconfig = cp1.root .. "/etc/kubernetes/admin.conf"
-    local failures, tried = {}, 0
-    for _, p in ipairs(crash.points(counts, nil, SEED + 1, "join")) do
-      crash.clean(st)
-      tried = tried + 1
-      local ok, why = crash.crash_point(st, argv, p[1], p[2], function()
-        return crash.check(st, crash.node(st, "s1").root, kubeconfig, 3, nil)
-      end)
-      print(("[long_crash_spec] join %s:%d %s"):format(p[1], p[2], ok and "converged" or "FAILED"))
-      if not ok then failures[#failures + 1] = why end
-    end
+    local failures = crash.sweep("long_crash_spec", "join", st, argv, crash.points(counts, nil, SEED + 1, "join"), function()
+      return crash.check(st, crash.node(st, "s1").root, kubeconfig, 3, nil)
+    end)
     crash.clean(st)
-    print(("[long_crash_spec] join: %d crash points tried, %d failed"):format(tried, #failures))
     assert.equal(0, #failures, table.concat(failures, "\n\n"))
   end)
 end)
