@@ -11,9 +11,12 @@ out=${LAB_BIN_DIR:-$top/.lab/bin}
 K8S_VERSION=v1.35.4
 ETCD_VERSION=v3.6.6
 cache_root=${MOONADM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/moonadm}/lab-bins
-key=$(cat "$0" "$here"/k8s/go.mod "$here"/k8s/go.sum "$here"/etcd/go.mod "$here"/etcd/go.sum | sha256sum | cut -c1-16)
-cache="$cache_root/$K8S_VERSION-$ETCD_VERSION-$key"
 bins="kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl etcd etcdctl"
+# The key covers what decides the binaries (modules, versions, the list, the build flags below),
+# not this script's reporting, so editing a message does not cost a 10-minute rebuild.
+key=$( { echo "$bins -trimpath -s -w gitTreeState=clean"; cat "$here"/k8s/go.mod "$here"/k8s/go.sum \
+        "$here"/k8s/tools.go "$here"/etcd/go.mod "$here"/etcd/go.sum "$here"/etcd/tools.go; } | sha256sum | cut -c1-16)
+cache="$cache_root/$K8S_VERSION-$ETCD_VERSION-$key"
 
 have_all() { for b in $bins; do [ -x "$1/$b" ] || return 1; done; }
 
@@ -49,5 +52,7 @@ else
 fi
 mkdir -p "$out"
 for b in $bins; do ln -sfn "$cache/$b" "$out/$b"; done
+# No `| head` here: under pipefail a reader that exits first kills the writer with SIGPIPE (exit 141).
 "$out/kube-apiserver" --version
-"$out/etcd" --version | head -1
+etcd_version=$("$out/etcd" --version)
+echo "${etcd_version%%$'\n'*}"

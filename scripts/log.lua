@@ -25,8 +25,27 @@ function M.event(ev)
   end
 end
 
+-- --log-file: every line also goes to this file (appended, redacted as every line is), until it
+-- reaches its size limit in megabytes (0: none), as klog's --log-file-max-size.
+local file, file_room
+function M.to_file(path, max_mb)
+  local f, err = io.open(path, "a")
+  if not f then return nil, err end
+  file, file_room = f, (max_mb and max_mb > 0) and max_mb * 1024 * 1024 or math.huge
+  return true
+end
+
+local function to_file(level, msg)
+  if not file or file_room <= 0 then return end
+  local line = ("%s %s %s\n"):format(os.date("!%Y-%m-%dT%H:%M:%SZ"), level, msg)
+  file_room = file_room - #line
+  file:write(line)
+  file:flush()
+end
+
 local function emit(level, stream, msg)
   msg = M.redact(msg)
+  to_file(level, msg)
   if M.json then
     M.event { type = level, message = msg }
   else

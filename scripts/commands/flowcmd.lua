@@ -1,5 +1,6 @@
 -- What `moonadm init|join|reset|upgrade apply|upgrade node` share: flags, config, gates, the
 -- flow (stock, or --flow FILE), `phase <name>` subcommands, the journal and --resume.
+local cli = require "cli"
 local common = require "commands.common"
 local config = require "config"
 local context = require "context"
@@ -35,7 +36,8 @@ function M.load_flow(name, file)
   return site.flow_file(name, file)
 end
 
-local function help(spec, desc, flow_name, flow, ctx)
+-- The phase list kubeadm prints in a command's long help.
+local function phase_list(desc, flow_name, flow, ctx)
   local nodes = runner.resolve(flow, ctx)
   local out = { desc, "", ('The "%s" command executes the following phases:'):format(flow_name), "```" }
   local rows, width = {}, 0
@@ -46,10 +48,81 @@ local function help(spec, desc, flow_name, flow, ctx)
   end
   for _, r in ipairs(rows) do out[#out + 1] = (("%-" .. width .. "s  %s %s"):format(r[1], r[2], r[3])):gsub("%s+$", "") end
   out[#out + 1] = "```"
-  out[#out + 1] = ""
-  out[#out + 1] = "Flags:"
-  out[#out + 1] = flags_mod.usage(spec)
   return table.concat(out, "\n")
+end
+
+-- What help sees of a flow: the stock flow (or the --scripts copy) under the default gates; no
+-- user config is read.
+local function help_flow(flow_name, kind)
+  local cfg = assert(config.load { kind = kind, files = {}, flags = {} })
+  local gates = cfg.gates or {}
+  local ctx = { gates = gates, cfg = cfg, flags = {}, data = {}, gate = function(self, g) return self.gates[g] == true end }
+  local flow = M.load_flow(flow_name)
+  return flow, ctx
+end
+
+-- The flags a phase subcommand shows: the phase's own list (kubeadm's InheritFlags), else the
+-- command's flags.
+local function phase_flags(phase, spec)
+  if not phase.flags then return spec end
+  local by = {}
+  for _, f in ipairs(spec) do by[f.name] = f end
+  local out = {}
+  for _, name in ipairs(phase.flags) do
+    local f = by[name]
+    if not f then error(("phase %s declares flag --%s, which the command does not have"):format(phase.name, name), 0) end
+    out[#out + 1] = f
+  end
+  return out
+end
+
+-- The help tree of a flow command: `help` (the command and its `phase` parent) and `help_for`
+-- (`phase NAME [SUB]`), for cli.lua. opts as M.main's, plus `cmd` (the words of the command).
+function M.help_tree(opts)
+  local spec = common.flags(M.run_flags, opts.flags or {})
+  local words = opts.cmd
+  local tbl = {
+    [""] = { short = opts.desc, args = opts.args, example = opts.example, flags = spec,
+      long = function() local flow, ctx = help_flow(opts.flow, opts.kind) return phase_list(opts.long or opts.desc, words, flow, ctx) end },
+    ["phase"] = { short = ("Use this command to invoke single phase of the %s workflow"):format(words), runnable = false, flags = {} },
+  }
+  local function phase_children(list)
+    local out = {}
+    for _, p in ipairs(list) do
+      if not p.hidden then out[#out + 1] = { name = (p.name:lower():gsub(" .*$", "")), short = p.desc } end
+    end
+    return out
+  end
+  local function help_for(w)
+    if w[1] ~= "phase" or #w < 2 then return nil end
+    local flow = help_flow(opts.flow, opts.kind)
+    local list, phase, path = flow.phases, nil, nil
+    for i = 2, #w do
+      if w[i] == "all" and phase and phase.children and i == #w then
+        return { short = phase.all_desc or ("Run all the subphases of " .. path), flags = phase_flags(phase, spec), children = {} }
+      end
+      local found
+      for _, p in ipairs(list or {}) do
+        if (p.name:lower():gsub(" .*$", "")) == w[i] and not p.hidden then found = p end
+      end
+      if not found then return nil end
+      phase, path, list = found, path and (path .. "/" .. w[i]) or w[i], found.children
+    end
+    local children = {}
+    if phase.children then
+      children[1] = { name = "all", short = phase.all_desc or ("Run all the subphases of " .. path) }
+      for _, c in ipairs(phase_children(phase.children)) do children[#children + 1] = c end
+      table.sort(children, function(a, b) return a.name < b.name end)
+    end
+    return { short = phase.desc, long = phase.long, example = phase.example, args = phase.args,
+      flags = phase_flags(phase, spec), children = children, runnable = phase.run ~= nil or not phase.children }
+  end
+  tbl["phase"].children = function()
+    local c = phase_children(help_flow(opts.flow, opts.kind).phases)
+    table.sort(c, function(a, b) return a.name < b.name end)
+    return c
+  end
+  return tbl, help_for
 end
 
 -- Finds the phase path named by positional words: `certs apiserver` -> certs/apiserver,
@@ -110,11 +183,6 @@ function M.main(opts)
       kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = args } }
   require("site.api").extend(ctx)
 
-  if flags.help then
-    log.result(help(spec, opts.desc, opts.name, flow, ctx))
-    return 0
-  end
-
   local run_opts = { resume = flags.resume, force_order = flags["force-order"] }
   if as_phase then
     local _, by_path = runner.resolve(flow, ctx)
@@ -129,7 +197,7 @@ function M.main(opts)
     local path, rest, whole = phase_path(args, by_path)
     if not path then
       if #args == 0 then
-        log.result(help(spec, opts.desc, opts.name, flow, ctx))
+        log.result(cli.help_text { table.unpack(opts.cmd_words) })
         return 0
       end
       error(("unknown phase %q for %q: see `moonadm %s --help` for the phase list"):format(
@@ -139,10 +207,10 @@ function M.main(opts)
     if node.phase.hidden then error(("phase %q is hidden and has no phase subcommand"):format(path), 0) end
     if node.phase.children and not whole and not node.phase.run then
       -- kubeadm prints help for a parent phase invoked without `all`.
-      local out = { ("%s: %s"):format(path, node.phase.desc or ""), "", "Available subphases:" }
-      out[#out + 1] = ("  %-28s %s"):format("all", "Run all the subphases of " .. path)
-      for _, c in ipairs(node.phase.children) do out[#out + 1] = ("  %-28s %s"):format(c.name, c.desc or "") end
-      log.result(table.concat(out, "\n"))
+      local w = { table.unpack(opts.cmd_words) }
+      w[#w + 1] = "phase"
+      for part in path:gmatch("[^/]+") do w[#w + 1] = part end
+      log.result(cli.help_text(w))
       return 0
     end
     ctx.args = rest

@@ -27,9 +27,14 @@ M.flags = {
   { name = "upload-certs", type = "bool", help = "Upload control-plane certificates to the kubeadm-certs Secret" },
 }
 
+local OPTS <const> = { name = "init", flow = "init", kind = "init", flags = M.flags, cmd = "init", cmd_words = { "init" },
+  desc = "Run this command in order to set up the Kubernetes control plane" }
+
+M.help, M.help_for = flowcmd.help_tree(OPTS)
+
 function M.main(argv)
-  return flowcmd.main { name = "init", flow = "init", kind = "init", argv = argv, flags = M.flags,
-    desc = "Run this command in order to set up the Kubernetes control plane" }
+  local opts = setmetatable({ argv = argv }, { __index = OPTS })
+  return flowcmd.main(opts)
 end
 
 return M

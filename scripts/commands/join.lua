@@ -20,10 +20,14 @@ M.flags = {
   { name = "kubelet-server", type = "string", help = "moonadm experiment: where a joining control plane's kubelet talks to: local or endpoint (default: local under ControlPlaneKubeletLocalMode)" },
 }
 
+local OPTS <const> = { name = "join", flow = "join", kind = "join", flags = M.flags, cmd = "join", cmd_words = { "join" },
+  args = "[api-server-endpoint]", desc = "Run this on any machine you wish to join an existing cluster",
+  prepare = function(ctx) require("join.data").prepare(ctx) end }
+
+M.help, M.help_for = flowcmd.help_tree(OPTS)
+
 function M.main(argv)
-  return flowcmd.main { name = "join", flow = "join", kind = "join", argv = argv, flags = M.flags,
-    desc = "Run this on any machine you wish to join an existing cluster",
-    prepare = function(ctx) require("join.data").prepare(ctx) end }
+  return flowcmd.main(setmetatable({ argv = argv }, { __index = OPTS }))
 end
 
 return M

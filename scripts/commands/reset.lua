@@ -28,6 +28,12 @@ rules (iptables -F && iptables -t nat -F && iptables -t mangle -F && iptables -X
 and $HOME/.kube/config.
 ]]
 
+local OPTS <const> = { name = "reset", flow = "reset", kind = "reset", flags = M.flags, cmd = "reset", cmd_words = { "reset" },
+  desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
+  prepare = function(ctx) require("reset.data").prepare(ctx) end }
+
+M.help, M.help_for = flowcmd.help_tree(OPTS)
+
 local function wants_note(argv)
   for _, a in ipairs(argv) do
     if a == "-h" or a == "--help" then return false end
@@ -42,9 +48,7 @@ function M.main(argv)
     if name == "reset" then return nil end
     return open(name)
   end
-  local ok, code = pcall(flowcmd.main, { name = "reset", flow = "reset", kind = "reset", argv = argv, flags = M.flags,
-    desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
-    prepare = function(ctx) require("reset.data").prepare(ctx) end })
+  local ok, code = pcall(flowcmd.main, setmetatable({ argv = argv }, { __index = OPTS }))
   journal.open = open
   if not ok then error(code, 0) end
   if code == 0 and wants_note(argv) then log.result(M.NOTE) end

@@ -47,16 +47,38 @@ local function prepare(apply)
   end
 end
 
+local APPLY <const> = { name = "upgrade-apply", flow = "upgrade-apply", kind = "upgrade", flags = M.apply_flags,
+  cmd = "upgrade apply", cmd_words = { "upgrade", "apply" }, args = "[version]", desc = "Upgrade your Kubernetes cluster to the specified version",
+  prepare = prepare(true) }
+local NODE <const> = { name = "upgrade-node", flow = "upgrade-node", kind = "upgrade", flags = shared,
+  cmd = "upgrade node", cmd_words = { "upgrade", "node" }, desc = "Upgrade commands for a node in the cluster",
+  prepare = prepare(false) }
+
+M.help = {
+  [""] = { short = "Upgrade your cluster smoothly to a newer version with this command", runnable = false, flags = {} },
+  ["plan"] = { short = "Check which versions are available to upgrade to and validate whether your current cluster is upgradeable.",
+    long = "Check which versions are available to upgrade to and validate whether your current cluster is upgradeable.\n" ..
+      "This command can only run on the control plane nodes where the kubeconfig file \"admin.conf\" exists.\n" ..
+      "To skip the internet check, pass in the optional [version] parameter.",
+    args = "[version]", flags = M.plan_flags },
+}
+local sub_help_for = {}
+for word, opts in pairs { apply = APPLY, node = NODE } do
+  local tbl, help_for = flowcmd.help_tree(opts)
+  for k, v in pairs(tbl) do M.help[word .. (k ~= "" and (" " .. k) or "")] = v end
+  sub_help_for[word] = help_for
+end
+
+function M.help_for(words)
+  local f = sub_help_for[words[1]]
+  return f and f(table.move(words, 2, #words, 1, {}))
+end
+
 function M.plan(argv)
   local spec = common.flags(common.global, M.plan_flags)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
   common.setup(flags)
-  if flags.help then
-    log.result("Check which versions are available to upgrade to and validate whether your current cluster is upgradeable.\n\n" ..
-      "Usage:\n  moonadm upgrade plan [version] [flags]\n\nFlags:\n" .. flags_mod.usage(spec))
-    return 0
-  end
   local given = {}
   for name in pairs(set) do if name ~= "output" and name ~= "kubeconfig" then given[name] = flags[name] end end
   local cfg, err = config.load { kind = "upgrade", files = flags.config and { flags.config } or {}, flags = given, args = args }
@@ -92,16 +114,14 @@ function M.main(argv)
   local sub = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
   if sub == "apply" then
-    return flowcmd.main { name = "upgrade-apply", flow = "upgrade-apply", kind = "upgrade", argv = rest,
-      flags = M.apply_flags, desc = "Upgrade your Kubernetes cluster to the specified version", prepare = prepare(true) }
+    return flowcmd.main(setmetatable({ argv = rest }, { __index = APPLY }))
   elseif sub == "node" then
-    return flowcmd.main { name = "upgrade-node", flow = "upgrade-node", kind = "upgrade", argv = rest,
-      flags = shared, desc = "Upgrade commands for a node in the cluster", prepare = prepare(false) }
+    return flowcmd.main(setmetatable({ argv = rest }, { __index = NODE }))
   elseif sub == "plan" then
     return M.plan(rest)
   end
-  io.stderr:write("usage: moonadm upgrade plan|apply|node [flags]\n")
-  return 1
+  io.stdout:write(require("cli").help_text { "upgrade" })
+  return sub and 1 or 0
 end
 
 return M
