@@ -78,6 +78,7 @@ function M.kubelet(ctx, rt, timeout)
   local deadline = t0 + timeout
   while not rt.kubelet_healthy(ctx) do
     if core.now() >= deadline then
+      log.info("[kubelet-check] The kubelet is not healthy after %s", capi.go_duration(core.now() - t0))
       error(("The kubelet is not healthy after %s\n\nUnfortunately, an error has occurred, likely caused by:\n" ..
         "\t- The kubelet is not running\n\t- The kubelet is unhealthy due to a misconfiguration of the node in some way"):format(
         capi.go_duration(timeout)), 0)
@@ -130,7 +131,10 @@ function M.components_healthy(comps, timeout, opts)
     if core.now() >= deadline then
       local bad = {}
       for _, c in ipairs(comps) do
-        if not c.ok then bad[#bad + 1] = ("%s check failed at %s: %s"):format(c.name, c.url, c.last_err or "no answer") end
+        if not c.ok then
+          log.info("[control-plane-check] %s is not healthy after %s", c.name, capi.go_duration(core.now() - t0))
+          bad[#bad + 1] = ("%s check failed at %s: %s"):format(c.name, c.url, c.last_err or "no answer")
+        end
       end
       for _, c in ipairs(comps) do c.handle:close() end
       error(("[control-plane-check] Control plane components are not healthy after %s:\n%s\n\n" ..

@@ -3,6 +3,8 @@
 -- the resolved phase tree, in execution order, with each phase's status (run, skipped, gated by a
 -- feature gate), requirements, and with --root the journal's state; checked as the runner would check it.
 -- `moonadm phases check [CMD] --flow FILE [--feature-gates ...]`: the static check alone (exit 1).
+-- A join flow serves both roles: unless --worker or --control-plane says which, it is checked for a
+-- joining worker and for a joining control plane, and a refusal names the role it is for.
 local common = require "commands.common"
 local config = require "config"
 local flags_mod = require "flags"
@@ -24,18 +26,64 @@ M.flags = common.flags(common.global, {
   { name = "flow", type = "string", help = "A Lua file returning the flow to show instead of the stock one" },
   { name = "output", short = "o", type = "string", default = "text", help = "text or json (as --format)" },
   { name = "format", type = "string", help = "text, json, dot (Graphviz) or mermaid" },
-  { name = "control-plane", type = "bool", help = "join: check the flow for a joining control plane" },
+  { name = "control-plane", type = "bool", help = "join: check the flow for a joining control plane only (default: both roles)" },
+  { name = "worker", type = "bool", help = "join: check the flow for a joining worker only (default: both roles)" },
   { name = "kubelet-server", type = "string", help = "join: local or endpoint, as `moonadm join --kubelet-server`" },
 }, site.flags)
+
+-- Help data for `moonadm phases [check] --help` (scripts/cli.lua renders it in cobra's shape).
+M.help = {
+  [""] = {
+    short = "Show a command's resolved phase flow, statically checked",
+    long = "Show the resolved phase tree of init, join, reset, upgrade-apply or upgrade-node in execution order,\n" ..
+      "with each phase's status (run, skipped, gated by a feature gate), its requirements and, with --root,\n" ..
+      "the journal's state. The flow is checked as the runner checks it: every phase's requirements must be\n" ..
+      "provided by an earlier phase, or the flow is refused (exit 1).",
+    example = "moonadm phases join --feature-gates ControlPlaneKubeletLocalMode=false\n" ..
+      "moonadm phases init --format mermaid",
+    args = "init|join|reset|upgrade-apply|upgrade-node",
+    flags = M.flags,
+  },
+  ["check"] = {
+    short = "Statically check a flow file without running it",
+    long = "Check a flow (a --flow FILE, or the stock flow) as the runner would before running it: every phase\n" ..
+      "must get what it requires from an earlier phase. The command is guessed from the file's name when\n" ..
+      "not given. A join flow serves both roles: it is checked for a joining worker and for a joining\n" ..
+      "control plane unless --worker or --control-plane names one, and a refusal says which role it is for.",
+    example = "moonadm phases check --flow join-flow.lua\n" ..
+      "moonadm phases check join --flow join-flow.lua --control-plane",
+    args = "[init|join|reset|upgrade-apply|upgrade-node]",
+    flags = M.flags,
+  },
+}
 
 local USAGE = "usage: moonadm phases init|join|reset|upgrade-apply|upgrade-node [--feature-gates ...] " ..
   "[--format text|json|dot|mermaid] [--root DIR]\n       moonadm phases check [CMD] --flow FILE [--feature-gates ...]"
 
+-- The roles a join flow is checked for: both unless a flag names one.
+local ROLE_TEXT = { worker = "a worker join", ["control-plane"] = "a control-plane join" }
+
+function M.join_roles(flags)
+  local cp, worker = flags["control-plane"], flags.worker
+  if cp and worker then error("--worker and --control-plane exclude each other: leave both out to check both roles", 0) end
+  if worker and flags["kubelet-server"] then
+    error("--kubelet-server is for a joining control plane: it cannot go with --worker", 0)
+  end
+  if cp or flags["kubelet-server"] then return { "control-plane" } end
+  if worker then return { "worker" } end
+  return { "worker", "control-plane" }
+end
+
 -- The context the static check sees: gates, config and the flags that change requirements.
-local function check_ctx(cfg, flags)
-  cfg.join = cfg.join or {}
-  if flags["control-plane"] or flags["kubelet-server"] then cfg.join.controlPlane = cfg.join.controlPlane or {} end
-  return { gates = cfg.gates, cfg = cfg, flags = { ["kubelet-server"] = flags["kubelet-server"] }, data = {},
+-- role: "worker" | "control-plane" for a join, nil for the other commands.
+local function check_ctx(cfg, flags, role)
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  c.join = {}
+  for k, v in pairs(cfg.join or {}) do c.join[k] = v end
+  if role == "control-plane" then c.join.controlPlane = c.join.controlPlane or {}
+  elseif role == "worker" then c.join.controlPlane = nil end
+  return { gates = cfg.gates, cfg = c, flags = { ["kubelet-server"] = flags["kubelet-server"] }, data = {},
     gate = function(self, g) return self.gates[g] == true end }
 end
 
@@ -70,17 +118,42 @@ function M.main(argv)
     skip = kcfg and flowcmd.config_skip_phases(kcfg, name) or {}
   end
   local flow = site.flow(name, flags)
-  local ctx = check_ctx(cfg, flags)
-  local nodes, by_path = runner.resolve(flow, ctx)
-  local ok, serr = runner.select(nodes, by_path, { skip = skip or {} })
-  if not ok then error(serr, 0) end
-  local checked, cerr = runner.check(nodes, ctx)
+  local roles = KINDS[name] == "join" and M.join_roles(flags) or { false }
+  -- Resolved and checked once per role; the rows shown are the first role's. A refusal names the
+  -- role(s) it is for.
+  local nodes, ctx, refusals = nil, nil, {}
+  for _, role in ipairs(roles) do
+    local rctx = check_ctx(cfg, flags, role or nil)
+    local rnodes, by_path = runner.resolve(flow, rctx)
+    local ok, serr = runner.select(rnodes, by_path, { skip = skip or {} })
+    if not ok then error(serr, 0) end
+    local good, why = runner.check(rnodes, rctx)
+    if not nodes then nodes, ctx = rnodes, rctx end
+    if not good then refusals[#refusals + 1] = { role = role, why = why } end
+  end
+  local checked, cerr, for_role = #refusals == 0, refusals[1] and refusals[1].why, ""
+  if refusals[1] and refusals[1].role then
+    local same = #refusals == #roles
+    for _, r in ipairs(refusals) do same = same and r.why == cerr end
+    if same and #roles > 1 then
+      for_role = " for a worker join and for a control-plane join"
+    else
+      for_role = " for " .. ROLE_TEXT[refusals[1].role]
+    end
+  end
   if check_only then
     if not checked then
-      log.error(("flow %q is refused: %s"):format(flow.name, cerr))
+      log.error(("flow %q is refused%s: %s"):format(flow.name, for_role, cerr))
       return 1
     end
-    log.result(("flow %q passes the static check: every phase gets what it requires from an earlier phase"):format(flow.name))
+    local as = ""
+    if roles[1] then
+      local texts = {}
+      for _, r in ipairs(roles) do texts[#texts + 1] = ROLE_TEXT[r] end
+      as = " for " .. table.concat(texts, " and ")
+    end
+    log.result(("flow %q passes the static check%s: every phase gets what it requires from an earlier phase"):format(
+      flow.name, as))
     return 0
   end
   local journal
@@ -96,7 +169,7 @@ function M.main(argv)
     log.result(graph.text(rows))
   end
   if not checked then
-    log.error(("flow %q would be refused: %s"):format(name, cerr))
+    log.error(("flow %q would be refused%s: %s"):format(name, for_role, cerr))
     return 1
   end
   return 0

@@ -80,6 +80,12 @@ function duration.format(ns)
   return neg and ("-" .. out) or out
 end
 
+-- Format a number of seconds (a float, e.g. the difference of two clock readings) as Go's
+-- time.Duration String() prints it: 1.001s, 4m0s, 250ms.
+function duration.format_seconds(s)
+  return duration.format(math.floor(s * S + 0.5))
+end
+
 -- The canonical form of a duration text, or nil if it is not one.
 function duration.normalize(text)
   local ns = duration.parse(text)

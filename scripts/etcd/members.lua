@@ -17,6 +17,7 @@
 local etcd = require "moonadm.etcd"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
+local duration = require "config.duration"
 local log = require "log"
 
 local M = {
@@ -251,6 +252,7 @@ function Members:wait_for_member(peer_url, opts)
   log.info("[etcd] Waiting for the new etcd member to join the cluster. This can take up to %s",
     fmt_secs(retries * interval))
   local last
+  local t0 = self.clock()
   for i = 1, retries do
     local report, bad = self:statuses(), {}
     for _, r in ipairs(report) do
@@ -264,7 +266,10 @@ function Members:wait_for_member(peer_url, opts)
       elseif m.name == "" then bad[#bad + 1] = ("etcd: member %s (%s) has not started yet"):format(m.id_hex, peer_url)
       end
     end
-    if #bad == 0 then return report end
+    if #bad == 0 then
+      log.info("[etcd] The new etcd member joined the cluster after %s", duration.format_seconds(self.clock() - t0))
+      return report
+    end
     last = table.concat(bad, "; ")
     log.v(5, "[etcd] attempt %d/%d: %s", i, retries, last)
     if i < retries then self.sleep(interval) end

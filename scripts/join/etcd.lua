@@ -4,6 +4,8 @@
 -- returned members as --initial-cluster and --initial-cluster-state=existing, wait for it to join,
 -- and promote it once it has caught up.
 local config = require "config"
+local core = require "moonadm.core"
+local duration = require "config.duration"
 local data = require "join.data"
 local endpoints = require "etcd.endpoints"
 local log = require "log"
@@ -80,8 +82,13 @@ function M.join(ctx)
   end
   local report, werr = m:wait_for_member(peer)
   if not report then fail("the new etcd member did not join", werr) end
+  -- the learner is promoted once it has caught up with the leader: retried until m.timeout
+  log.info("[etcd] Waiting for the learner %s to catch up with the leader and be promoted to a voting member. " ..
+    "This can take up to %s", peer, duration.format_seconds(m.timeout))
+  local t0 = core.monotonic()
   local promoted, perr = m:promote(peer)
   if not promoted then fail("the new etcd member could not be promoted", perr) end
+  log.info("[etcd] The learner %s is a voting member after %s", peer, duration.format_seconds(core.monotonic() - t0))
 end
 
 return M

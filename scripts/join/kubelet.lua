@@ -5,6 +5,7 @@ local core = require "moonadm.core"
 local config = require "config"
 local data = require "join.data"
 local discovery = require "join.discovery"
+local duration = require "config.duration"
 local fs = require "moonadm.fs"
 local kubelet = require "kubelet"
 local kubeconfig = require "kube.kubeconfig"
@@ -81,15 +82,22 @@ function M.wait_bootstrap(ctx)
   end
   local rt = runtime.for_ctx(ctx)
   local health = timeout(ctx, "kubeletHealthCheck", 240)
-  log.info("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to %s", require("cluster.api").go_duration(health))
+  log.info("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to %s",
+    duration.format_seconds(health))
   local t0 = core.monotonic()
   while not rt.kubelet_healthy(ctx) do
-    if core.monotonic() - t0 > health then error("[kubelet-check] the kubelet is not healthy after " .. health .. "s", 0) end
+    if core.monotonic() - t0 > health then
+      log.info("[kubelet-check] The kubelet is not healthy after %s", duration.format_seconds(core.monotonic() - t0))
+      error(("[kubelet-check] The kubelet is not healthy after %s: the HTTP call equal to " ..
+        "'curl -sSL http://127.0.0.1:10248/healthz' did not answer ok"):format(duration.format_seconds(health)), 0)
+    end
     core.sleep(0.5)
   end
-  log.info("[kubelet-check] The kubelet is healthy after %dms", math.floor((core.monotonic() - t0) * 1000))
-  log.info("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap")
+  log.info("[kubelet-check] The kubelet is healthy after %s", duration.format_seconds(core.monotonic() - t0))
+  -- kubeadm's line, with the timeout it waits (cfg.timeouts.tlsBootstrap) and the elapsed time after
   local tls = timeout(ctx, "tlsBootstrap", 300)
+  log.info("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap. This can take up to %s",
+    duration.format_seconds(tls))
   t0 = core.monotonic()
   while true do
     local text = fs.read(M.KUBELET_CONF)
@@ -98,10 +106,12 @@ function M.wait_bootstrap(ctx)
       if opts and (opts.cert_pem or opts.token) then break end
     end
     if core.monotonic() - t0 > tls then
-      error(("[kubelet-start] timed out after %ds waiting for the kubelet's TLS bootstrap (%s)"):format(tls, M.KUBELET_CONF), 0)
+      error(("[kubelet-start] timed out after %s waiting for the kubelet to perform the TLS Bootstrap (no usable %s)")
+        :format(duration.format_seconds(tls), M.KUBELET_CONF), 0)
     end
     core.sleep(0.25)
   end
+  log.info("[kubelet-start] The kubelet performed the TLS Bootstrap after %s", duration.format_seconds(core.monotonic() - t0))
   fs.remove(M.BOOTSTRAP)
   if not ctx:gate("NodeLocalCRISocket") then
     local c = require("cluster.api").from_kubeconfig(ctx, M.KUBELET_CONF)

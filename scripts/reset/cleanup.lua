@@ -5,6 +5,7 @@
 -- dir removed. Best effort: a failure warns and the cleanup goes on. --dry-run touches nothing.
 local clean = require "reset.clean"
 local core = require "moonadm.core"
+local duration = require "config.duration"
 local etcd = require "reset.etcd"
 local fs = require "moonadm.fs"
 local log = require "log"
@@ -81,13 +82,15 @@ function M.remove_manifests(ctx, rt, opts)
   log.info("[reset] Removed the static pod manifests %s", clean.list_text(files))
   if rt.name == "lab" or wait.status_pods() then
     local t0 = core.monotonic()
-    log.info("[reset] Waiting for the control plane components to stop")
-    local ok, still = wait.until_stopped(names, opts and opts.wait)
+    local wopts = opts and opts.wait
+    log.info("[reset] Waiting for the control plane components to stop. This can take up to %s",
+      duration.format_seconds((wopts and wopts.timeout) or wait.TIMEOUT))
+    local ok, still = wait.until_stopped(names, wopts)
     if ok then
-      log.info("[reset] The static pods stopped after %.1fs", core.monotonic() - t0)
+      log.info("[reset] The static pods stopped after %s", duration.format_seconds(core.monotonic() - t0))
     else
-      log.warn("[reset] still running %.0fs after their manifests were removed: %s", core.monotonic() - t0,
-        table.concat(still, ", "))
+      log.warn("[reset] still running %s after their manifests were removed: %s",
+        duration.format_seconds(core.monotonic() - t0), table.concat(still, ", "))
     end
   elseif rt.name == "systemd" then
     log.warn("[reset] moonadm does not stop or remove the Kubernetes-managed containers through the CRI: " ..

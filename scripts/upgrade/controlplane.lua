@@ -77,31 +77,41 @@ function M.wait_hash(ctx, component, node, text, before, timeout)
   local c = poll_client(ctx)
   log.info("[upgrade/staticpods] Waiting for the kubelet to restart the component")
   log.info("[upgrade/staticpods] This can take up to %s", capi.go_duration(timeout))
-  return capi.poll(("the mirror pod of %s to show the new %s"):format(component, M.HASH), timeout, M.INTERVAL,
+  local t0 = core.monotonic()
+  local h = capi.poll(("the mirror pod of %s to show the new %s"):format(component, M.HASH), timeout, M.INTERVAL,
     function()
       local pod, err = mirror(c, component, node)
       local h = hash_of(pod)
       if h and (h == want or (before and h ~= before)) then return h end
       return nil, pod and ("hash is still " .. tostring(h)) or tostring(err)
     end)
+  log.info("[upgrade/staticpods] The kubelet restarted %s after %s", component, capi.go_duration(core.monotonic() - t0))
+  return h
 end
 
 -- The component's health endpoint (apiserver /livez, controller-manager /healthz, scheduler
 -- /livez, etcd: the cluster's health through the healthcheck client) until healthy or timeout.
 function M.wait_healthy(ctx, component, timeout)
+  log.info("[upgrade/staticpods] Waiting for %s to be healthy. This can take up to %s", component, capi.go_duration(timeout))
+  local t0 = core.monotonic()
+  local function healthy()
+    log.info("[upgrade/staticpods] %s is healthy after %s", component, capi.go_duration(core.monotonic() - t0))
+    return true
+  end
   if component == "etcd" then
     local members = require "etcd.members"
     local cdir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki"
     local pod = require "manifests.pod"
     local adv = pod.advertise_address(ctx)
     local ep = "https://" .. pod.join_host_port(adv, 2379)
-    return capi.poll("etcd to be healthy", timeout, M.INTERVAL, function()
+    capi.poll("etcd to be healthy", timeout, M.INTERVAL, function()
       local m, err = members.new { endpoints = { ep }, cert_dir = fs.path(cdir), dial_timeout = 1, request_timeout = 2 }
       if not m then return nil, err end
       local ok, herr = m:check_health()
       m:close()
       return ok, herr
     end)
+    return healthy()
   end
   local comps = wait.components(function(f) return ctx:read(manifests.DIR .. "/" .. f) end)
   for _, comp in ipairs(comps) do
@@ -116,7 +126,7 @@ function M.wait_healthy(ctx, component, timeout)
         end)
       h:close()
       if not ok then error(err, 0) end
-      return true
+      return healthy()
     end
   end
 end
