@@ -25,27 +25,34 @@ function M.event(ev)
   end
 end
 
--- --log-file: every line also goes to this file (appended, redacted as every line is), until it
--- reaches its size limit in megabytes (0: none), as klog's --log-file-max-size.
-local file, file_room
-function M.to_file(path, max_mb)
-  local f, err = io.open(path, "a")
-  if not f then return nil, err end
-  file, file_room = f, (max_mb and max_mb > 0) and max_mb * 1024 * 1024 or math.huge
+-- --vmodule pattern=N,...: a higher verbosity for the scripts whose path (scripts/<pattern>.lua,
+-- glob * and ?) matches, as klog's file-filtered logging; the caller is looked up only then.
+local vmodule
+function M.set_vmodule(spec)
+  local list = {}
+  for item in spec:gmatch("[^,]+") do
+    local pat, n = item:match("^%s*([^=]+)=(%d+)%s*$")
+    if not pat then return nil, ("%q is not pattern=N"):format(item) end
+    local lua = "^" .. pat:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".") .. "$"
+    list[#list + 1] = { pat = lua, level = tonumber(n) }
+  end
+  vmodule = list
   return true
 end
 
-local function to_file(level, msg)
-  if not file or file_room <= 0 then return end
-  local line = ("%s %s %s\n"):format(os.date("!%Y-%m-%dT%H:%M:%SZ"), level, msg)
-  file_room = file_room - #line
-  file:write(line)
-  file:flush()
+local function module_level(depth)
+  local info = debug.getinfo(depth + 1, "S")
+  local src = info and info.source or ""
+  local path = src:match("scripts/(.-)%.lua$") or src:match("([^/]-)%.lua$") or ""
+  local level = 0
+  for _, v in ipairs(vmodule) do
+    if path:match(v.pat) or (path:match("[^/]+$") or ""):match(v.pat) then level = math.max(level, v.level) end
+  end
+  return level
 end
 
 local function emit(level, stream, msg)
   msg = M.redact(msg)
-  to_file(level, msg)
   if M.json then
     M.event { type = level, message = msg }
   else
@@ -62,7 +69,7 @@ function M.warn(fmt, ...) emit("warning", M.err, "[WARNING] " .. (select("#", ..
 function M.error(msg) emit("error", M.err, msg) end
 -- Detail shown only at -v N or more.
 function M.v(n, fmt, ...)
-  if M.verbosity >= n then emit("debug", M.err, select("#", ...) > 0 and fmt:format(...) or fmt) end
+  if M.verbosity >= n or (vmodule and module_level(2) >= n) then emit("debug", M.err, select("#", ...) > 0 and fmt:format(...) or fmt) end
 end
 
 -- Plain text that is the command's result (join command, tables): printed as is in text mode and

@@ -26,11 +26,62 @@ local subs = {
   { "generate-csr", "Generate keys and certificate signing requests", { CERT_DIR, CONFIG, KDIR } },
 }
 
-local function usage()
-  local out = { "Commands related to handling Kubernetes certificates", "", "Usage:", "  moonadm certs [command]", "",
-    "Available Commands:" }
-  for _, s in ipairs(subs) do out[#out + 1] = ("  %-18s %s"):format(s[1], s[2]) end
-  return table.concat(out, "\n")
+local RENEW_LONG <const> = [[
+Renewals run unconditionally, regardless of certificate expiration date; extra attributes such as SANs will
+be based on the existing file/certificates, there is no need to resupply them.
+
+Renewal by default tries to use the certificate authority in the local PKI managed by moonadm; as alternative
+it is possible to use K8s certificate API for certificate renewal, or as a last option, to generate a CSR request.
+
+After renewal, in order to make changes effective, is required to restart control-plane components and
+eventually re-distribute the renewed certificate in case the file is used elsewhere.]]
+
+local function sub_flags(name)
+  for _, s in ipairs(subs) do if s[1] == name then return s[3] end end
+end
+
+M.help = {
+  [""] = { short = "Commands related to handling Kubernetes certificates", runnable = false, flags = {} },
+  ["check-expiration"] = { short = "Check certificates expiration for a Kubernetes cluster",
+    long = "Checks expiration for the certificates in the local PKI managed by moonadm.", flags = sub_flags("check-expiration") },
+  ["renew"] = { short = "Renew certificates for a Kubernetes cluster", runnable = false, flags = {},
+    long = "This command is not meant to be run on its own. See list of available subcommands." },
+  ["certificate-key"] = { short = "Generate certificate keys", flags = {},
+    long = "This command will print out a secure randomly-generated certificate key that can be used with\n" ..
+      "the \"init\" command.\n\nYou can also use \"moonadm init --upload-certs\" without specifying a certificate key and it will\n" ..
+      "generate and print one for you." },
+  ["generate-csr"] = { short = "Generate keys and certificate signing requests", flags = sub_flags("generate-csr"),
+    long = "Generates keys and certificate signing requests (CSRs) for all the certificates required to run the control plane.\n" ..
+      "This command also generates partial kubeconfig files with private key data in the \"users > user > client-key-data\" field,\n" ..
+      "and for each kubeconfig file an accompanying \".csr\" file is created.\n\n" ..
+      "This command is designed for use in external CA mode. It generates CSRs which you can then submit to your\n" ..
+      "external certificate authority for signing.\n\nThe PEM encoded signed certificates should then be saved alongside the key files,\n" ..
+      "using \".crt\" as the file extension, or in the case of kubeconfig files, the PEM encoded signed certificate\n" ..
+      "should be base64 encoded and added to the kubeconfig file in the \"users > user > client-certificate-data\" field.",
+    example = "  # The following command will generate keys and CSRs for all control-plane certificates and kubeconfig files:\n" ..
+      "  moonadm certs generate-csr --kubeconfig-dir /tmp/etc-k8s --cert-dir /tmp/etc-k8s/pki" },
+}
+
+-- `certs renew NAME`: one subcommand per certificate and kubeconfig the default cluster has, and `all`.
+local function renew_names()
+  local cfg = assert(config.load { kind = "init", files = {}, flags = {} })
+  local names = { { name = "all", short = "Renew all available certificates" } }
+  for _, c in ipairs(certlist.for_cluster(cfg.cluster, { sa = false })) do
+    if not c.is_ca then names[#names + 1] = { name = c.name, short = ("Renew the %s"):format(c.long or c.name) } end
+  end
+  for _, k in ipairs(kubeconfig.list) do
+    if k.renew then names[#names + 1] = { name = k.file, short = ("Renew the certificate embedded in the kubeconfig file %s"):format(k.file) } end
+  end
+  table.sort(names, function(a, b) return a.name < b.name end)
+  return names
+end
+M.help["renew"].children = renew_names
+
+function M.help_for(words)
+  if words[1] ~= "renew" or #words ~= 2 then return nil end
+  for _, n in ipairs(renew_names()) do
+    if n.name == words[2] then return { short = n.short, long = n.short .. ".\n\n" .. RENEW_LONG, flags = sub_flags("renew"), children = {} } end
+  end
 end
 
 -- Flags, config and a context for a subcommand.
@@ -52,7 +103,6 @@ local function kdir(flags) return ((flags["kubeconfig-dir"] or "/etc/kubernetes"
 
 local function check_expiration(spec, argv)
   local flags, _, _, E = setup(spec, argv)
-  if flags.help then log.result(flags_mod.usage(common.flags(common.global, spec))) return 0 end
   local certs, cas = expiration.collect(E, kdir(flags))
   local o = flags.output or "text"
   if o == "json" then io.stdout:write(expiration.json(certs, cas))
@@ -64,11 +114,6 @@ end
 
 local function renew(spec, argv)
   local flags, args, _, E = setup(spec, argv)
-  if flags.help then -- (setup stops before loading anything under --help)
-    log.result("Renew certificates for a Kubernetes cluster\n\nUsage:\n  moonadm certs renew <name|all> [flags]\n\n" ..
-      flags_mod.usage(common.flags(common.global, spec)))
-    return 0
-  end
   local names = {}
   for _, r in ipairs((expiration.rows(E, kdir(flags)))) do names[#names + 1] = r.name end
   if not args[1] then
@@ -89,7 +134,6 @@ end
 -- kubeconfig a <file>.csr next to a kubeconfig holding the key (no CA, no certificate yet).
 local function generate_csr(spec, argv)
   local flags, _, ctx, E = setup(spec, argv)
-  if flags.help then log.result(flags_mod.usage(common.flags(common.global, spec))) return 0 end
   local kd = kdir(flags)
   local jobs = {}
   for _, c in ipairs(certlist.for_cluster(E.cluster, { sa = false, cas = false })) do
@@ -147,9 +191,9 @@ end
 function M.main(argv)
   local name = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
-  if not name or name == "--help" or name == "-h" or name == "help" then
-    log.result(usage())
-    return name and 0 or 1
+  if not name then
+    log.result(require("cli").help_text { "certs" })
+    return 0
   end
   for _, s in ipairs(subs) do
     if s[1] == name then
@@ -159,13 +203,12 @@ function M.main(argv)
       else
         local flags, args = flags_mod.parse(common.flags(common.global, s[3]), rest)
         if not flags then error(args, 0) end
-        if flags.help then log.result("Generate certificate keys\n\nUsage:\n  moonadm certs certificate-key") return 0 end
         io.stdout:write(pki.certificate_key(), "\n")
         return 0
       end
     end
   end
-  error(('unknown command "%s" for "moonadm certs"\n%s'):format(name, usage()), 0)
+  error(('unknown command "%s" for "moonadm certs"\nRun \'moonadm certs --help\' for usage.'):format(name), 0)
 end
 
 M.endpoint = endpoint -- (kept for scripts that reach the endpoint helpers through the command)

@@ -52,9 +52,9 @@ local function phase_list(desc, flow_name, flow, ctx)
 end
 
 -- What help sees of a flow: the stock flow (or the --scripts copy) under the default gates; no
--- user config is read.
-local function help_flow(flow_name, kind)
-  local cfg = assert(config.load { kind = kind, files = {}, flags = {} })
+-- user config is read (the gates are the ClusterConfiguration's, whichever the command).
+local function help_flow(flow_name)
+  local cfg = assert(config.load { kind = "init", files = {}, flags = {} })
   local gates = cfg.gates or {}
   local ctx = { gates = gates, cfg = cfg, flags = {}, data = {}, gate = function(self, g) return self.gates[g] == true end }
   local flow = M.load_flow(flow_name)
@@ -83,7 +83,7 @@ function M.help_tree(opts)
   local words = opts.cmd
   local tbl = {
     [""] = { short = opts.desc, args = opts.args, example = opts.example, flags = spec,
-      long = function() local flow, ctx = help_flow(opts.flow, opts.kind) return phase_list(opts.long or opts.desc, words, flow, ctx) end },
+      long = function() local flow, ctx = help_flow(opts.flow) return phase_list(opts.long or opts.desc, words, flow, ctx) end },
     ["phase"] = { short = ("Use this command to invoke single phase of the %s workflow"):format(words), runnable = false, flags = {} },
   }
   local function phase_children(list)
@@ -95,7 +95,7 @@ function M.help_tree(opts)
   end
   local function help_for(w)
     if w[1] ~= "phase" or #w < 2 then return nil end
-    local flow = help_flow(opts.flow, opts.kind)
+    local flow = help_flow(opts.flow)
     local list, phase, path = flow.phases, nil, nil
     for i = 2, #w do
       if w[i] == "all" and phase and phase.children and i == #w then
@@ -118,7 +118,7 @@ function M.help_tree(opts)
       flags = phase_flags(phase, spec), children = children, runnable = phase.run ~= nil or not phase.children }
   end
   tbl["phase"].children = function()
-    local c = phase_children(help_flow(opts.flow, opts.kind).phases)
+    local c = phase_children(help_flow(opts.flow).phases)
     table.sort(c, function(a, b) return a.name < b.name end)
     return c
   end

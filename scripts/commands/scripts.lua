@@ -5,10 +5,22 @@ local core = require "moonadm.core"
 local flags_mod = require "flags"
 local fs = require "moonadm.fs"
 
+local common = require "commands.common"
+
 local M = {}
 
+M.export_flags = { { name = "force", type = "bool", help = "Overwrite files that differ from the stock copy" } }
+M.help = {
+  [""] = { short = "Export the stock Lua scripts to edit them (scripts export DIR)", runnable = false, flags = {},
+    long = "The stock Lua scripts (flows, phases, domain modules) are embedded in the binary. Export them, edit\n" ..
+      "the copies, and run `moonadm --scripts DIR ...` (or MOONADM_SCRIPTS=DIR): DIR's files win, file by file." },
+  ["export"] = { short = "Write the embedded scripts into DIR", args = "DIR", flags = M.export_flags,
+    example = "  moonadm scripts export ./my-scripts\n  moonadm --scripts ./my-scripts init --dry-run" },
+  ["list"] = { short = "List the embedded modules and their paths", flags = {} },
+}
+
 function M.main(argv)
-  local flags, args = flags_mod.parse({ { name = "force", type = "bool" }, { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" } }, argv)
+  local flags, args = flags_mod.parse(common.flags(common.global, M.export_flags), argv)
   if not flags then error(args, 0) end
   local sub, dir = args[1], args[2]
   if sub == "list" then
@@ -16,8 +28,8 @@ function M.main(argv)
     return 0
   end
   if sub ~= "export" or not dir then
-    io.stderr:write("usage: moonadm scripts export DIR [--force] | moonadm scripts list\n")
-    return 1
+    io.stdout:write(require("cli").help_text { "scripts" })
+    return sub and 1 or 0
   end
   if dir:sub(1, 1) ~= "/" then dir = (os.getenv("PWD") or ".") .. "/" .. dir end
   fs.set_root("/")

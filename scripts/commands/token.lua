@@ -33,15 +33,60 @@ local subs = {
   } },
 }
 
-local function usage()
-  local out = { "This command manages bootstrap tokens. It is optional and needed only for advanced use cases.", "",
-    "Usage:", "  moonadm token [flags]", "  moonadm token [command]", "", "Available Commands:" }
-  for _, s in ipairs(subs) do out[#out + 1] = ("  %-10s %s"):format(s[1], s[2]) end
-  out[#out + 1] = ""
-  out[#out + 1] = "Flags:"
-  out[#out + 1] = flags_mod.usage(common.flags(common.global, { KUBECONFIG, DRY }))
-  return table.concat(out, "\n")
+local TOKEN_LONG <const> = [[
+This command manages bootstrap tokens. It is optional and needed only for advanced use cases.
+
+In short, bootstrap tokens are used for establishing bidirectional trust between a client and a server.
+A bootstrap token can be used when a client (for example a node that is about to join the cluster) needs
+to trust the server it is talking to. Then a bootstrap token with the "signing" usage can be used.
+bootstrap tokens can also function as a way to allow short-lived authentication to the API Server
+(the token serves as a way for the API Server to trust the client), for example for doing the TLS Bootstrap.
+
+What is a bootstrap token more exactly?
+ - It is a Secret in the kube-system namespace of type "bootstrap.kubernetes.io/token".
+ - A bootstrap token must be of the form "[a-z0-9]{6}.[a-z0-9]{16}". The former part is the public token ID,
+   while the latter is the Token Secret and it must be kept private at all circumstances!
+ - The name of the Secret must be named "bootstrap-token-(token-id)".
+
+You can read more about bootstrap tokens here:
+  https://kubernetes.io/docs/admin/bootstrap-tokens/]]
+
+local LONGS <const> = {
+  create = [[
+This command will create a bootstrap token for you.
+You can specify the usages for this token, the "time to live" and an optional human friendly description.
+
+The [token] is the actual token to write.
+This should be a securely generated random token of the form "[a-z0-9]{6}.[a-z0-9]{16}".
+If no [token] is given, moonadm will generate a random token instead.]],
+  delete = [[
+This command will delete a list of bootstrap tokens for you.
+
+The [token-value] is the full Token of the form "[a-z0-9]{6}.[a-z0-9]{16}" or the
+Token ID of the form "[a-z0-9]{6}" to delete.]],
+  generate = [[
+This command will print out a randomly-generated bootstrap token that can be used with
+the "init" and "join" commands.
+
+You don't have to use this command in order to generate a token. You can do so
+yourself as long as it is in the format "[a-z0-9]{6}.[a-z0-9]{16}". This
+command is provided for convenience to generate tokens in the given format.
+
+You can also use "moonadm init" without specifying a token and it will
+generate and print one for you.]],
+  list = "This command will list all bootstrap tokens for you.",
+}
+local ARGS <const> = { create = "[token]", delete = "[token-value] ..." }
+
+-- The flags every token subcommand has (kubeadm's persistent flags of `token`).
+local TOKEN_FLAGS <const> = { KUBECONFIG, DRY }
+
+M.help = { [""] = { short = "Manage bootstrap tokens", long = TOKEN_LONG, flags = TOKEN_FLAGS } }
+for _, s in ipairs(subs) do
+  M.help[s[1]] = { short = s[2], long = LONGS[s[1]], args = ARGS[s[1]], flags = common.flags(TOKEN_FLAGS, s[3]) }
 end
+
+local function usage() return require("cli").help_text { "token" } end
 
 local function client(flags)
   local path = flags.kubeconfig or KUBECONFIG.default
@@ -148,10 +193,6 @@ function M.main(argv)
   local flags, args = flags_mod.parse(spec, table.move(argv, 2, #argv, 1, {}))
   if not flags then error(args, 0) end
   common.setup(flags)
-  if flags.help then
-    log.result(("%s\n\nUsage:\n  moonadm token %s [flags]\n\nFlags:\n%s"):format(entry[2], entry[1], flags_mod.usage(spec)))
-    return 0
-  end
   if sub == "generate" then
     log.result(tokens.generate())
     return 0

@@ -5,12 +5,18 @@ local flags_mod = require "flags"
 local version = require "version"
 local yaml = require "moonadm.yaml"
 
+local common = require "commands.common"
+
 local M = {}
 
+M.flags = { { name = "output", short = "o", type = "string", help = "Output format; available options are 'yaml', 'json' and 'short'" } }
+M.help = { [""] = { short = "Print the version of moonadm", flags = M.flags, children = {} } }
+
 function M.main(argv)
-  local flags, err = flags_mod.parse({ { name = "output", short = "o", type = "string", default = "" },
-    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" } }, argv)
+  local flags, err = flags_mod.parse(common.flags(common.global, M.flags), argv)
   if not flags then error(err, 0) end
+  common.setup(flags)
+  flags.output = flags.output or ""
   local info = {
     moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,
     scriptsVersion = version.scripts, scriptsDir = core.scripts_dir() or "(embedded)",
