@@ -4,8 +4,10 @@
 -- on the first node and join on the others — the same flows a real node runs.
 local cjson = require "cjson"
 local core = require "moonadm.core"
+local duration = require "config.duration"
 local flags_mod = require "flags"
 local fs = require "moonadm.fs"
+local kclient = require "kube.client"
 local log = require "log"
 local net = require "lab.net"
 local proc = require "moonadm.proc"
@@ -36,19 +38,93 @@ local common_flags = {
   { name = "dir", type = "string", help = "Where the lab's nodes live (default .lab/cluster, or .lab/NAME)" },
   { name = "name", type = "string", help = "The lab's name: prefixes its namespaces and names its bridge (default moonadm)" },
   { name = "output", short = "o", type = "string", default = "text", help = "text or json" },
-  { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
-  { name = "v", short = "v", type = "int", default = 0 },
+  { name = "scripts", type = "string", help = "A scripts dir whose files win over the embedded ones" },
+  { name = "insecure-scripts", type = "bool", help = "Run a scripts dir others could have changed (development only)" },
+  { name = "v", short = "v", type = "int", default = 0, help = "number for the log level verbosity" },
 }
 
-local function parse(extra, argv)
+local function with_common(extra)
   local spec = {}
   for _, f in ipairs(common_flags) do spec[#spec + 1] = f end
-  for _, f in ipairs(extra or {}) do spec[#spec + 1] = f end
-  local flags, args = flags_mod.parse(spec, argv)
+  for _, f in ipairs(extra) do spec[#spec + 1] = f end
+  return spec
+end
+
+-- Each subcommand's whole flag spec, as it parses it (and as its --help shows it).
+M.flags = {
+  up = with_common {
+    { name = "control-planes", type = "int", default = 1, help = "Number of control-plane nodes" },
+    { name = "workers", type = "int", default = 0, help = "Number of worker nodes" },
+    { name = "external-etcd", type = "int", default = 0, help = "Run an external etcd cluster of N members (e1..eN) and use it instead of stacked etcd" },
+    { name = "spares", type = "int", default = 0, help = "Nodes s1..sN with a kubelet but not joined (for experiments: `lab exec s1 -- moonadm join ...`)" },
+    { name = "feature-gates", type = "string", help = "Feature gates for the init ClusterConfiguration" },
+    { name = "config", type = "string", help = "A kubeadm config file for init (address and name are filled in)" },
+    { name = "flow", type = "string", help = "A flow file for init (see docs/scripting.md)" },
+    { name = "join-flow", type = "string", help = "A flow file for the joins" },
+    { name = "phase-add", type = "list", help = "NAME:after=X|before=X|replace=X for the joins (site phases)" },
+    { name = "phase-file", type = "list", help = "Site phase files for the joins" },
+    { name = "bin-dir", type = "string", help = "Where the lab's binaries are (default .lab/bin)" },
+    { name = "subnet", type = "string", help = "The lab's /24, as its first three octets (default: a free one, " ..
+      net.SUBNET .. " for the default lab, else one picked from the name in " .. net.POOL .. ".0.0/16)" },
+    { name = "ready-timeout", type = "int", default = 180, help = "Seconds to wait for every mirror Pod and every Node Ready before `lab up` fails" },
+  },
+  down = with_common {},
+  status = with_common {},
+  exec = with_common {},
+  kubelet = {
+    { name = "root", type = "string", help = "The node's root directory" },
+    { name = "node-ip", type = "string", help = "The node's address" },
+    { name = "bin-dir", type = "string", help = "Where the static pods' binaries are" },
+    { name = "node-name", type = "string", help = "The node's name (default the hostname)" },
+    { name = "healthz-port", type = "int", default = 10248, help = "The healthz port on 127.0.0.1" },
+    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
+    { name = "v", short = "v", type = "int", default = 0 },
+  },
+  lb = {
+    { name = "listen", type = "string", help = "IP:PORT to listen on" },
+    { name = "backend", type = "list", help = "IP:PORT of a kube-apiserver (repeatable)" },
+    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
+  },
+}
+
+-- Help data for `moonadm lab ... --help` (scripts/cli.lua renders it in cobra's shape).
+M.help = {
+  [""] = {
+    short = "A real Kubernetes control plane on this machine, made by moonadm's init and join",
+    long = "Each lab node is a root directory plus a network namespace with its own address on the lab's bridge;\n" ..
+      "a kubelet stand-in runs its static pods as host processes. `lab up` runs the stock init on the first\n" ..
+      "node and join on the others. Needs root.",
+    runnable = false, flags = with_common {},
+  },
+  ["up"] = {
+    short = "Bring a lab up: init on cp1, join on the others, then wait until it is up",
+    long = "Bring a lab up: per node a root directory, a network namespace and a kubelet stand-in; `moonadm init`\n" ..
+      "on cp1 and `moonadm join` on the others (behind a load balancer with more than one control plane).\n" ..
+      "It says \"up\" only when every static Pod manifest of every node has its mirror Pod in the API and every\n" ..
+      "Node is Ready. Without --subnet the lab picks a free /24 by itself. A previous lab of the same name is\n" ..
+      "removed first.",
+    example = "moonadm lab up --control-planes 3 --workers 2\nmoonadm lab up --name demo2 --workers 1",
+    args = "", flags = M.flags.up,
+  },
+  ["down"] = { short = "Stop every process of a lab and remove its namespaces and bridge",
+    example = "moonadm lab down --name demo2", args = "", flags = M.flags.down },
+  ["status"] = { short = "Show a lab's nodes, their static pods and PIDs",
+    example = "moonadm lab status -o json", args = "", flags = M.flags.status },
+  ["exec"] = { short = "Run a command as if on a lab node (its network namespace, its node directories)",
+    example = "moonadm lab exec cp1 -- moonadm certs check-expiration", args = "NODE -- CMD [ARGS...]",
+    flags = M.flags.exec },
+  ["kubelet"] = { short = "The lab's kubelet stand-in for one node (started by `lab up`)",
+    args = "", flags = M.flags.kubelet },
+  ["lb"] = { short = "The lab's TCP load balancer in front of the kube-apiservers (started by `lab up`)",
+    args = "", flags = M.flags.lb },
+}
+
+local function parse(spec, argv)
+  local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
   flags.dir = abs(flags.dir or default_dir(flags.name))
   log.setup { verbosity = flags.v }
-  return flags, args
+  return flags, args, set
 end
 
 local function need_root()
@@ -112,14 +188,79 @@ function M.exec_on(st, node, argv, opts)
   return code
 end
 
-local function wait_for(what, timeout, fn)
-  local deadline = core.monotonic() + timeout
-  while core.monotonic() < deadline do
-    local ok, v = pcall(fn)
-    if ok and v then return v end
+-- Polls fn() until it returns true, or fails after timeout seconds naming what is still missing
+-- (fn's second value). Says what it waits for and its timeout when it starts, and, as done(), the
+-- time it took when it ends, as kubeadm's waits do.
+local function wait_for(what, timeout, fn, done)
+  log.info("[lab] Waiting for %s. This can take up to %s", what, duration.format_seconds(timeout))
+  local t0 = core.monotonic()
+  local deadline = t0 + timeout
+  local missing
+  while true do
+    local ok, v, why = pcall(fn)
+    if not ok then error(v, 0) end
+    if v then
+      log.info("[lab] %s after %s", done or (what .. ": done"), duration.format_seconds(core.monotonic() - t0))
+      return v
+    end
+    missing = why or missing
+    if core.monotonic() >= deadline then break end
     core.sleep(0.25)
   end
-  error(("timed out after %ds waiting for %s"):format(timeout, what), 0)
+  error(("timed out after %s waiting for %s%s"):format(duration.format_seconds(timeout), what,
+    missing and (": " .. missing) or ""), 0)
+end
+
+-- What still keeps the lab from being up, or nil when it is: for every joined node, every static
+-- Pod manifest in its etc/kubernetes/manifests must have its mirror Pod (<pod>-<node>, showing
+-- the manifest's current hash as the stand-in computes it) in the API, and every Node must be Ready.
+function M.not_up(c, st)
+  local pods, perr = c:list({ apiVersion = "v1", kind = "Pod" }, { timeout = 5 })
+  if not pods then return "listing the Pods: " .. tostring(perr) end
+  local nodes, nerr = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
+  if not nodes then return "listing the Nodes: " .. tostring(nerr) end
+  local live, ready = {}, {}
+  for _, p in ipairs(pods.items or {}) do live[(p.metadata.namespace or "") .. "/" .. p.metadata.name] = p end
+  for _, n in ipairs(nodes.items or {}) do
+    local r = "no Ready condition"
+    for _, cond in ipairs((n.status or {}).conditions or {}) do
+      if cond.type == "Ready" then r = cond.status == "True" or ("Ready=" .. tostring(cond.status)) end
+    end
+    ready[n.metadata.name] = r
+  end
+  local no_mirror, not_ready = {}, {}
+  for _, n in ipairs(st.nodes) do
+    if n.role ~= "spare" then
+      local mdir = n.root .. "/etc/kubernetes/manifests"
+      local files = fs.list(mdir) or {}
+      table.sort(files)
+      for _, f in ipairs(files) do
+        if not f:match("^%.") and (f:match("%.ya?ml$") or f:match("%.json$")) then
+          local fh = io.open(mdir .. "/" .. f, "r")
+          local text = fh and fh:read("a")
+          if fh then fh:close() end
+          local docs = text and yaml.decode(text, f)
+          local md = docs and type(docs[1]) == "table" and docs[1].metadata
+          if md and md.name then
+            local key = (md.namespace or "default") .. "/" .. md.name .. "-" .. n.name:lower()
+            local p = live[key]
+            local hash = ((p and p.metadata.annotations) or {})["kubernetes.io/config.mirror"]
+            if not p then
+              no_mirror[#no_mirror + 1] = key
+            elseif hash ~= core.sha256(text):sub(1, 32) then
+              no_mirror[#no_mirror + 1] = key .. " (of an older manifest)"
+            end
+          end
+        end
+      end
+      local r = ready[n.name:lower()]
+      if r ~= true then not_ready[#not_ready + 1] = ("%s (%s)"):format(n.name, r or "not registered") end
+    end
+  end
+  local parts = {}
+  if #no_mirror > 0 then parts[#parts + 1] = "no mirror Pod for " .. table.concat(no_mirror, ", ") end
+  if #not_ready > 0 then parts[#parts + 1] = "Nodes not Ready: " .. table.concat(not_ready, ", ") end
+  if #parts > 0 then return table.concat(parts, "; ") end
 end
 
 local function kubectl(st, kubeconfig, args)
@@ -229,21 +370,25 @@ join_config = function(st, node, cp1)
   return path
 end
 
+-- Other labs' recorded subnets (their lab.json under .lab/), for those that still have a bridge or
+-- a namespace on this machine: {{name=, subnet=, dir=}}.
+local function other_labs(name, dir)
+  local out = {}
+  local base = top_dir() .. "/.lab"
+  for _, e in ipairs(fs.list(base) or {}) do
+    local d = base .. "/" .. e
+    if d ~= dir then
+      local st = state.load(d)
+      if type(st) == "table" and type(st.subnet) == "string" and st.name ~= name and net.exists(st.name) then
+        out[#out + 1] = { name = st.name, subnet = st.subnet, dir = d }
+      end
+    end
+  end
+  return out
+end
+
 function M.up(argv)
-  local flags = parse({
-    { name = "control-planes", type = "int", default = 1, help = "Number of control-plane nodes" },
-    { name = "workers", type = "int", default = 0, help = "Number of worker nodes" },
-    { name = "external-etcd", type = "int", default = 0, help = "Run an external etcd cluster of N members (e1..eN) and use it instead of stacked etcd" },
-    { name = "spares", type = "int", default = 0, help = "Nodes s1..sN with a kubelet but not joined (for experiments: `lab exec s1 -- moonadm join ...`)" },
-    { name = "feature-gates", type = "string", help = "Feature gates for the init ClusterConfiguration" },
-    { name = "config", type = "string", help = "A kubeadm config file for init (address and name are filled in)" },
-    { name = "flow", type = "string", help = "A flow file for init (see docs/scripting.md)" },
-    { name = "join-flow", type = "string", help = "A flow file for the joins" },
-    { name = "phase-add", type = "list", help = "NAME:after=X|before=X|replace=X for the joins (site phases)" },
-    { name = "phase-file", type = "list", help = "Site phase files for the joins" },
-    { name = "bin-dir", type = "string", help = "Where the lab's binaries are (default .lab/bin)" },
-    { name = "subnet", type = "string", default = net.SUBNET, help = "The lab's /24, as its first three octets" },
-  }, argv)
+  local flags, _, set = parse(M.flags.up, argv)
   need_root()
   local bin = abs(flags["bin-dir"] or default_bin())
   for _, b in ipairs { "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl" } do
@@ -264,32 +409,60 @@ function M.up(argv)
     log.info("[lab] cleaning up a previous lab")
     teardown(dir, nil, name)
   end
-  os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(dir, dir))
-  local st = { name = name, dir = dir, bin_dir = bin, subnet = flags.subnet, nodes = {}, created_dirs = {} }
-  for _, d in ipairs(NODE_DIRS) do
-    if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
+  if set.subnet and not net.valid_subnet(flags.subnet) then
+    error(("--subnet %q: give a /24 as its first three octets, e.g. %s"):format(flags.subnet, net.SUBNET), 0)
   end
   local ncp, nw = flags["control-planes"], flags.workers
   if ncp < 1 then error("--control-planes must be at least 1", 0) end
+  os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(dir, dir))
+  -- The subnet is chosen (or the given one checked) and its bridge brought up under the machine-wide
+  -- lock, with the choice recorded in lab.json first: a concurrent `lab up` sees one or the other.
+  local release = net.lock()
+  local subnet
+  local okc, cerr = pcall(function()
+    local addrs, aerr = net.host_addresses()
+    if not addrs then error("lab network: " .. aerr, 0) end
+    local labs = other_labs(name, dir)
+    if set.subnet then
+      local why = net.taken(flags.subnet, { lab = name, addresses = addrs, labs = labs })
+      if why then
+        error(("subnet %s is already taken (%s): give another --subnet, or leave it out and the lab picks a free one")
+          :format(flags.subnet, why), 0)
+      end
+      subnet = flags.subnet
+    else
+      local perr
+      subnet, perr = net.choose(name, { addresses = addrs, labs = labs })
+      if not subnet then error(perr, 0) end
+      log.info("[lab] %s: subnet %s.0/24 (free; --subnet picks another)", name, subnet)
+    end
+  end)
+  if not okc then release() error(cerr, 0) end
+  local st = { name = name, dir = dir, bin_dir = bin, subnet = subnet, nodes = {}, created_dirs = {} }
+  for _, d in ipairs(NODE_DIRS) do
+    if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
+  end
   for i = 1, ncp do st.nodes[#st.nodes + 1] = { name = "cp" .. i, role = "control-plane" } end
   for i = 1, nw do st.nodes[#st.nodes + 1] = { name = "w" .. i, role = "worker" } end
   for i = 1, flags.spares do st.nodes[#st.nodes + 1] = { name = "s" .. i, role = "spare" } end
   for i, n in ipairs(st.nodes) do
-    n.ip = ("%s.%d"):format(flags.subnet, 10 + i)
+    n.ip = ("%s.%d"):format(subnet, 10 + i)
     n.root = dir .. "/" .. n.name
   end
   if flags["external-etcd"] > 0 then
     st.etcd = {}
     for i = 1, flags["external-etcd"] do
-      st.etcd[i] = { name = "e" .. i, ip = ("%s.%d"):format(flags.subnet, 200 + i), root = dir .. "/e" .. i }
+      st.etcd[i] = { name = "e" .. i, ip = ("%s.%d"):format(subnet, 200 + i), root = dir .. "/e" .. i }
     end
   end
   state.save(dir, st)
+  local okb, berr = pcall(net.bridge_up, subnet, name)
+  release()
+  if not okb then error(berr, 0) end
   write_hosts(st)
   local okup, uerr = pcall(function()
-    net.bridge_up(flags.subnet, name)
     for _, n in ipairs(st.nodes) do
-      net.node_up(n.name, n.ip, flags.subnet, name)
+      net.node_up(n.name, n.ip, subnet, name)
       os.execute(("mkdir -p '%s/var/log' '%s/etc/kubernetes/manifests'"):format(n.root, n.root))
       local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
         "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
@@ -299,8 +472,8 @@ function M.up(argv)
       state.save(dir, st)
     end
     if ncp > 1 then
-      local lb = { name = "lb", ip = flags.subnet .. ".2" }
-      net.node_up("lb", lb.ip, flags.subnet, name)
+      local lb = { name = "lb", ip = subnet .. ".2" }
+      net.node_up("lb", lb.ip, subnet, name)
       local backends = {}
       for _, n in ipairs(st.nodes) do if n.role == "control-plane" then backends[#backends + 1] = n.ip .. ":6443" end end
       local largv = { core.exe(), "lab", "lb", "--listen", lb.ip .. ":6443" }
@@ -311,7 +484,7 @@ function M.up(argv)
     end
     if st.etcd then
       local ext = require "lab.external_etcd"
-      for _, m in ipairs(st.etcd) do net.node_up(m.name, m.ip, flags.subnet, name) end
+      for _, m in ipairs(st.etcd) do net.node_up(m.name, m.ip, subnet, name) end
       local client, endpoints = ext.pki(dir, st.etcd)
       ext.start(st, st.etcd, bin)
       st.external = { endpoints = endpoints }
@@ -328,13 +501,25 @@ function M.up(argv)
       state.save(dir, st)
     end
     local cp1 = st.nodes[1]
-    for _, n in ipairs(st.nodes) do
-      wait_for("the kubelet stand-in of " .. n.name, 20, function()
-        if not proc.alive(n.kubelet_pid) then error("kubelet stand-in of " .. n.name .. " exited: see " .. n.root .. "/var/log/moonadm-kubelet.log", 0) end
-        return proc.run { argv = { "ip", "netns", "exec", net.netns_name(n.name, name), "bash", "-c",
-          "exec 3<>/dev/tcp/127.0.0.1/10248" } } == 0
-      end)
-    end
+    local all = {}
+    for _, n in ipairs(st.nodes) do all[#all + 1] = n.name end
+    wait_for(("the kubelet stand-ins of %s at http://127.0.0.1:10248/healthz of each node"):format(table.concat(all, " ")),
+      30, function()
+        local missing = {}
+        for _, n in ipairs(st.nodes) do
+          if not n.healthy then
+            if not proc.alive(n.kubelet_pid) then
+              error("kubelet stand-in of " .. n.name .. " exited: see " .. n.root .. "/var/log/moonadm-kubelet.log", 0)
+            end
+            n.healthy = proc.run { argv = { "ip", "netns", "exec", net.netns_name(n.name, name), "bash", "-c",
+              "exec 3<>/dev/tcp/127.0.0.1/10248" } } == 0
+            if not n.healthy then missing[#missing + 1] = n.name end
+          end
+        end
+        if #missing == 0 then return true end
+        return false, "not answering yet: " .. table.concat(missing, " ")
+      end, "The kubelet stand-ins are healthy")
+    for _, n in ipairs(st.nodes) do n.healthy = nil end
     local pki = require "moonadm.pki"
     st.token = pki.token_id() .. "." .. pki.token_secret()
     st.certificate_key = pki.certificate_key()
@@ -350,11 +535,11 @@ function M.up(argv)
       error(("moonadm init on %s failed (exit %d)"):format(cp1.name, code), 0)
     end
     local conf = cp1.root .. "/etc/kubernetes/super-admin.conf"
-    log.info("[lab] waiting for the kube-apiserver of %s (/readyz)", cp1.name)
-    wait_for("kube-apiserver /readyz on " .. cp1.name, 240, function()
+    wait_for(("the kube-apiserver of %s to be ready (/readyz)"):format(cp1.name), 240, function()
       local c, out = kubectl(st, conf, { "get", "--raw", "/readyz" })
-      return c == 0 and out:match("^ok")
-    end)
+      if c == 0 and out:match("^ok") then return true end
+      return false, (out or ""):gsub("%s+$", ""):sub(-300)
+    end, ("The kube-apiserver of %s is ready"):format(cp1.name))
     os.execute(("cp '%s/etc/kubernetes/admin.conf' '%s/admin.conf' && cp '%s' '%s/super-admin.conf'"):format(cp1.root, dir, conf, dir))
     for i = 2, #st.nodes do
       local n = st.nodes[i]
@@ -369,19 +554,19 @@ function M.up(argv)
       if jcode ~= 0 then error(("moonadm join on %s failed (exit %d)"):format(n.name, jcode), 0) end
       ::continue::
     end
-    -- A joined node is there once its kubelet registered it: wait for every one to be Ready.
+    -- "up" only when it is: every static Pod of every joined node has its mirror Pod in the API and
+    -- every Node is Ready, read with moonadm's own client and the lab's admin kubeconfig.
     local names = {}
     for _, n in ipairs(st.nodes) do if n.role ~= "spare" then names[#names + 1] = n.name end end
-    log.info("[lab] waiting for the Nodes to be Ready: %s", table.concat(names, " "))
-    wait_for("every Node Ready", 120, function()
-      local c, out = kubectl(st, conf, { "get", "nodes", "-o",
-        "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Ready\")].status} {end}" })
-      if c ~= 0 then return false end
-      for _, name in ipairs(names) do
-        if not out:find(name .. "=True", 1, true) then return false end
-      end
-      return true
-    end)
+    local c, cerr = kclient.from_kubeconfig(dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
+    if not c then error(("an API client from %s/admin.conf: %s"):format(dir, tostring(cerr)), 0) end
+    local okw, werr = pcall(wait_for, ("every static Pod's mirror Pod and every Node Ready (%s)"):format(
+      table.concat(names, " ")), flags["ready-timeout"], function()
+        local why = M.not_up(c, st)
+        return why == nil, why
+      end, "Every static Pod has its mirror Pod and every Node is Ready")
+    c:close()
+    if not okw then error(werr, 0) end
     st.ready = true
     state.save(dir, st)
   end)
@@ -389,14 +574,16 @@ function M.up(argv)
     log.error("[lab] up failed: " .. tostring(uerr) .. "\n[lab] the lab is left as it is for inspection; `moonadm lab down` removes it")
     return 1
   end
-  log.result(("[lab] up: %d control plane(s), %d worker(s) in %s\n" ..
+  local named = name ~= net.NAME and (" --name " .. name) or ""
+  log.result(("[lab] up: %d control plane(s), %d worker(s) in %s (subnet %s.0/24)\n" ..
     "  kubectl --kubeconfig %s/super-admin.conf get nodes -o wide\n" ..
-    "  moonadm lab status | moonadm lab exec cp1 -- CMD | moonadm lab down"):format(ncp, nw, dir, dir))
+    "  moonadm lab status%s | moonadm lab exec%s cp1 -- CMD | moonadm lab down%s"):format(ncp, nw, dir, subnet, dir,
+    named, named, named))
   return 0
 end
 
 function M.down(argv)
-  local flags = parse({}, argv)
+  local flags = parse(M.flags.down, argv)
   need_root()
   local st = state.load(flags.dir)
   teardown(flags.dir, st, flags.name or net.NAME)
@@ -405,7 +592,7 @@ function M.down(argv)
 end
 
 function M.status(argv)
-  local flags = parse({}, argv)
+  local flags = parse(M.flags.status, argv)
   local st = state.load(flags.dir)
   if not st then
     log.result("no lab in " .. flags.dir)
@@ -450,7 +637,7 @@ function M.exec(argv)
   local sep
   for i, a in ipairs(argv) do if a == "--" then sep = i break end end
   if not sep then error("usage: moonadm lab exec NODE [--dir DIR] -- CMD [ARGS...]", 0) end
-  local flags, args = parse({}, table.move(argv, 1, sep - 1, 1, {}))
+  local flags, args = parse(M.flags.exec, table.move(argv, 1, sep - 1, 1, {}))
   need_root()
   local st = state.load(flags.dir) or error("no lab in " .. flags.dir, 0)
   local node = find_node(st, args[1] or "") or error(("no node %q in the lab"):format(args[1] or ""), 0)
@@ -460,11 +647,7 @@ function M.exec(argv)
 end
 
 function M.kubelet(argv)
-  local flags = flags_mod.parse({
-    { name = "root", type = "string" }, { name = "node-ip", type = "string" }, { name = "bin-dir", type = "string" },
-    { name = "node-name", type = "string" }, { name = "healthz-port", type = "int", default = 10248 },
-    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" }, { name = "v", short = "v", type = "int", default = 0 },
-  }, argv)
+  local flags = flags_mod.parse(M.flags.kubelet, argv)
   if not flags or not flags.root or not flags["node-ip"] or not flags["bin-dir"] then
     error("usage: moonadm lab kubelet --root DIR --node-ip IP --bin-dir DIR [--node-name NAME]", 0)
   end
@@ -477,8 +660,7 @@ function M.kubelet(argv)
 end
 
 function M.lb(argv)
-  local flags = flags_mod.parse({ { name = "listen", type = "string" }, { name = "backend", type = "list" },
-    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" } }, argv)
+  local flags = flags_mod.parse(M.flags.lb, argv)
   if not flags or not flags.listen or not flags.backend then
     error("usage: moonadm lab lb --listen IP:PORT --backend IP:PORT [--backend ...]", 0)
   end
