@@ -2,9 +2,34 @@
 CC      ?= cc
 PKGS    := lua5.4 openssl yaml-0.1 libcurl
 CFLAGS  ?= -O2 -g
-ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(shell pkg-config --cflags $(PKGS))
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -pthread -lm -ldl
+# pkg-config runs when a compile first needs it (not when make reads this file), so `make deps`,
+# `make demo` and `make test` work on a bare machine before pkg-config and the -dev packages exist.
+PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
+LDLIBS     = $(eval LDLIBS := $$(shell pkg-config --libs $(PKGS)) -pthread -lm -ldl)$(LDLIBS)
+ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
 B       ?= build
+# Go for `make lab-bins`: the PATH's, else the official tarball's /usr/local/go (as .ci/run does).
+GO_PATH := $(PATH)$(if $(wildcard /usr/local/go/bin/go),$(if $(filter /usr/local/go/bin,$(subst :, ,$(PATH))),,:/usr/local/go/bin))
+HAVE_GO  = $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go))
+
+# The Debian packages (one list: tools/deps.sh). `make deps`, `make demo` and `make test` install
+# what is missing when run as root; otherwise (and for a plain `make`) a missing package stops make
+# here with one line saying what to run.
+SETUP_GOALS := deps demo test test-unit test-long
+ifeq ($(MAKELEVEL),0)
+ifneq ($(if $(MAKECMDGOALS),$(filter all $(SETUP_GOALS),$(MAKECMDGOALS)),all),)
+ifneq ($(if $(filter $(SETUP_GOALS),$(MAKECMDGOALS)),$(shell id -u),1),0)
+MISSING_DEBS := $(shell tools/deps.sh missing)
+ifneq ($(MISSING_DEBS),)
+ifeq ($(shell id -u),0)
+$(error moonadm: missing Debian packages: $(MISSING_DEBS); run: make deps)
+else
+$(error moonadm: missing Debian packages: $(MISSING_DEBS); run as root: sudo make deps)
+endif
+endif
+endif
+endif
+endif
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c))
 BIND_SRC   := $(sort $(wildcard bindings/*.c))
@@ -15,15 +40,15 @@ ENGINE_OBJ := $(patsubst %.c,$(B)/%.o,$(ENGINE_SRC))
 BIND_OBJ   := $(patsubst %.c,$(B)/%.o,$(BIND_SRC))
 BIN        ?= bin/moonadm
 
-.PHONY: all deps test test-unit test-long demo lab-bins asan valgrind sanitizers test-hooks fuzz fuzz-build bench clean
+.PHONY: all deps test test-unit test-long test-build demo lab-bins lab-bins-for-test asan valgrind sanitizers test-hooks \
+  fuzz fuzz-build bench install deb clean
 all: $(BIN)
 
-# Debian packages the build, the tests and the lab need.
+# The Debian packages the build, the tests, the lab and `make deb` need (the list: tools/deps.sh):
+# apt-get only what is missing; nothing at all when everything is installed.
 deps:
-	apt-get update
-	apt-get install -y --no-install-recommends build-essential pkg-config liblua5.4-dev lua5.4 libssl-dev \
-	  libyaml-dev libcurl4-openssl-dev lua-cjson lua-busted lua-argparse lua-luv openssl iproute2 \
-	  ca-certificates curl kmod valgrind clang libclang-rt-dev
+	@tools/deps.sh install
+	@echo "deps: all $$(tools/deps.sh list | wc -l) Debian packages of tools/deps.sh are installed"
 
 $(B)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
 	@mkdir -p $(dir $@)
@@ -52,14 +77,26 @@ $(B)/tests/%: tests/engine/%.c $(B)/libmoonadm.a tests/engine/t.h
 	$(CC) $(ALL_CFLAGS) -Iengine -o $@ $< $(B)/libmoonadm.a $(LDLIBS)
 
 # Every test: C unit tests, busted specs run inside moonadm, e2e on the lab when its binaries exist.
-test: $(BIN) $(CTESTS) test-hooks
-	@tests/run.sh $(B)
+# Each first installs missing Debian packages (as root), then builds in a second make (whose
+# pkg-config now finds the -dev packages), then (with Go, or the lab's cached binaries) `make lab-bins`.
+test test-long:
+	@tools/deps.sh install
+	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory lab-bins-for-test
+	@$(if $(filter test-long,$@),MOONADM_LONG=1 )tests/run.sh $(B)
 
-test-unit: $(BIN) $(CTESTS)
+test-unit:
+	@tools/deps.sh install
+	@$(MAKE) --no-print-directory $(BIN) $(CTESTS)
 	@MOONADM_NO_E2E=1 tests/run.sh $(B)
 
-test-long: $(BIN) $(CTESTS) test-hooks
-	@MOONADM_LONG=1 tests/run.sh $(B)
+test-build: $(BIN) $(CTESTS) test-hooks
+
+# The lab's binaries for the e2e tests: built (or linked from the cache) when Go is here; without Go
+# a cache from an earlier build still links; otherwise tests/run.sh counts the e2e tests as failed.
+lab-bins-for-test:
+	@PATH='$(GO_PATH)' lab/build-bins.sh || \
+	  echo "test: the lab's binaries could not be built$(if $(HAVE_GO),, (no Go toolchain: /usr/local/go or go on PATH)): the e2e tests will count as failed"
 
 # The engine and the specs under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:
@@ -96,7 +133,7 @@ fuzz-build: build/embed
 
 build-fuzz/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_lua.h build-fuzz/libmoonadm.a build-fuzz/scripts_embed.o $(FUZZ_BIND)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -pthread $(shell pkg-config --cflags $(PKGS)) \
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer -std=c11 -D_GNU_SOURCE -pthread $(PKG_CFLAGS) \
 	  -DFUZZ_LUA_DIR='"$(CURDIR)/tests/fuzz/lua"' -Iengine -Ibindings -o $@ $< \
 	  $(if $(findstring fuzz_lua_,$*),$(FUZZ_BIND) build-fuzz/scripts_embed.o) build-fuzz/libmoonadm.a $(LDLIBS)
 
@@ -111,10 +148,29 @@ fuzz: fuzz-build
 	done; echo "fuzz: clean"
 
 lab-bins:
-	lab/build-bins.sh
+	@PATH='$(GO_PATH)' lab/build-bins.sh
 
-demo: $(BIN)
-	tools/demo.sh
+# The README's first command: Debian packages (as root), bin/moonadm, the lab's binaries, a lab.
+demo:
+	@tools/deps.sh install
+	@$(MAKE) --no-print-directory $(BIN)
+	@$(MAKE) --no-print-directory lab-bins
+	@tools/demo.sh
+
+# Installed as users install kubeadm: the binary, a man page per command, bash/zsh/fish completions
+# and the kubelet's systemd drop-in (packaging/10-kubeadm.conf). The man pages and completions come
+# from the binary (`--help` of every command, `moonadm completion SHELL`).
+PREFIX         ?= /usr/local
+DESTDIR        ?=
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+install: $(BIN)
+	@DESTDIR='$(DESTDIR)' PREFIX='$(PREFIX)' SYSTEMDUNITDIR='$(SYSTEMDUNITDIR)' packaging/install.sh $(BIN)
+
+# build/moonadm_<version>_<arch>.deb: `make install DESTDIR=<stage> PREFIX=/usr` packed by dpkg-deb,
+# Depends from dpkg-shlibdeps and the Lua modules the scripts load (packaging/build-deb.sh).
+DEB_OUT ?= $(B)
+deb: $(BIN)
+	@MAKE='$(MAKE)' packaging/build-deb.sh $(BIN) $(DEB_OUT)
 
 bench: $(BIN)
 	bench/run.sh

@@ -12,6 +12,12 @@ trap 'rm -rf "$out"' EXIT
 
 add() { passed=$((passed + $1)); failed=$((failed + $2)); }
 
+# Checks run before this script and counted in its closing line: MOONADM_EXTRA_RESULTS names a file
+# of lines "PASSED FAILED what" (.ci/run's `make demo` in a scratch clone). Read here and unset, so
+# the nested runs (make asan) do not count them again.
+extra=${MOONADM_EXTRA_RESULTS:-}
+unset MOONADM_EXTRA_RESULTS
+
 echo "== C unit tests"
 for t in "$build"/tests/test_*; do
   [ -x "$t" ] || continue
@@ -90,6 +96,18 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
       add "$s" $((f + e))
     fi
     labs_down
+  fi
+fi
+
+if [ -n "$extra" ]; then
+  echo "== checks run before the tests ($extra)"
+  if [ -r "$extra" ]; then
+    while read -r p f what; do
+      if [[ $p =~ ^[0-9]+$ && $f =~ ^[0-9]+$ ]]; then echo "$what: $p passed, $f failed"; add "$p" "$f"
+      elif [ -n "$p" ]; then echo "$extra: unreadable line '$p $f $what': counted as a failure"; add 0 1; fi
+    done < "$extra"
+  else
+    echo "$extra is missing: counted as a failure"; add 0 1
   fi
 fi
 

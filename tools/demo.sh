@@ -2,18 +2,26 @@
 # `make demo`: a lab cluster brought up by moonadm's stock init (and join) flows: real etcd,
 # kube-apiserver, kube-controller-manager and kube-scheduler, each lab node in its own network
 # namespace, run by the kubelet stand-in. It is left running; the end says how to use it and how to
-# take it down. DEMO_CP / DEMO_WORKERS choose the size.
+# take it down. DEMO_CP / DEMO_WORKERS choose the size; DEMO_NAME (and DEMO_SUBNET, its /24 as three
+# octets) give the lab its own name, so it can run beside others (CI's scratch-clone run uses one).
+# `make demo` first installs missing Debian packages, builds bin/moonadm and the lab's binaries.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/bin/moonadm
 cp=${DEMO_CP:-1} workers=${DEMO_WORKERS:-0}
+name=${DEMO_NAME:-} subnet=${DEMO_SUBNET:-}
+[ -x "$bin" ] || { echo "demo: building bin/moonadm first"; make -C "$top" bin/moonadm; }
 [ -x "$top/.lab/bin/kube-apiserver" ] || { echo "demo: building the lab's components first (make lab-bins)"; make -C "$top" lab-bins; }
+named=() up=()
+[ -z "$name" ] || named=(--name "$name")
+[ -z "$subnet" ] || up=(--subnet "$subnet")
 echo "== moonadm $("$bin" version -o short): the init flow it runs (moonadm phases init)"
 "$bin" phases init
 echo
-echo "== moonadm lab up --control-planes $cp --workers $workers"
-"$bin" lab up --control-planes "$cp" --workers "$workers"
-kc=$top/.lab/cluster/super-admin.conf
+echo "== moonadm lab up --control-planes $cp --workers $workers${name:+ --name $name}${subnet:+ --subnet $subnet}"
+"$bin" lab up --control-planes "$cp" --workers "$workers" ${named[@]+"${named[@]}"} ${up[@]+"${up[@]}"}
+labdir=${name:-cluster}; [ "$labdir" != moonadm ] || labdir=cluster  # the default lab's name
+kc=$top/.lab/$labdir/super-admin.conf
 kubectl=$top/.lab/bin/kubectl
 echo
 echo "== kubectl get nodes -o wide"
@@ -23,17 +31,18 @@ echo "== kubectl get pods -A -o wide"
 "$kubectl" --kubeconfig "$kc" get pods -A -o wide
 echo
 echo "== etcd members (etcdctl on cp1)"
-"$bin" lab exec cp1 -- etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt \
+"$bin" lab exec cp1 ${named[@]+"${named[@]}"} -- etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt \
   --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key \
   member list -w table
 echo
-"$bin" lab status
+"$bin" lab status ${named[@]+"${named[@]}"}
+n=${name:+ --name $name}
 cat <<TXT
 
 The lab is running. Use it:
   $kubectl --kubeconfig $kc get pods -A
-  $bin lab exec cp1 -- moonadm certs check-expiration      # any command, as if on node cp1
-  $bin lab status
+  $bin lab exec cp1$n -- moonadm certs check-expiration      # any command, as if on node cp1
+  $bin lab status$n
 Take it down:
-  $bin lab down
+  $bin lab down$n
 TXT
