@@ -34,6 +34,9 @@ M.plan_flags = {
   { name = "etcd-upgrade", type = "bool", default = true, help = "Perform the upgrade of etcd" },
   { name = "print-config", type = "bool", help = "Specifies whether the configuration file that will be used in the upgrade should be printed or not" },
   { name = "ignore-preflight-errors", type = "list", help = "A list of checks whose errors will be shown as warnings" },
+  -- kubectl's printer flags: for template outputs, which moonadm does not print; no managedFields either way
+  { name = "allow-missing-template-keys", type = "bool", default = true, help = "If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats." },
+  { name = "show-managed-fields", type = "bool", help = "If true, keep the managedFields when printing objects in JSON or YAML format." },
 }
 
 -- --kubeconfig other than admin.conf: the run's client comes from that file.
@@ -62,6 +65,16 @@ M.help = {
       "To skip the internet check, pass in the optional [version] parameter.",
     args = "[version]", flags = M.plan_flags },
 }
+-- `upgrade diff` (kubeadm's flags: --config, --kubeconfig, -c/--context-lines; v1.35 has no
+-- --api-server-manifest & co any more: the manifests are the ones under /etc/kubernetes/manifests).
+M.diff_flags = {
+  { name = "config", type = "string", help = "Path to a kubeadm configuration file." },
+  { name = "context-lines", short = "c", type = "int", default = 3, help = "How many lines of context in the diff" },
+  { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster. If the flag is not set, a set of standard locations can be searched for an existing kubeconfig file." },
+}
+M.help["diff"] = { short = "Show what differences would be applied to existing static pod manifests. See also: moonadm upgrade apply --dry-run",
+  args = "[version]", flags = M.diff_flags }
+
 local sub_help_for = {}
 for word, opts in pairs { apply = APPLY, node = NODE } do
   local tbl, help_for = flowcmd.help_tree(opts)
@@ -110,6 +123,64 @@ function M.plan(argv)
   return #plan.policy.mandatory == 0 and 0 or 1
 end
 
+-- `upgrade diff [version]`: for kube-apiserver, kube-controller-manager and kube-scheduler, the
+-- unified diff (go-difflib's, as kubeadm prints it) between the manifest on disk and the one
+-- `upgrade apply` would write for the version (the argument, else diff.kubernetesVersion of the
+-- UpgradeConfiguration, else the cluster's). As kubeadm's, no patches are applied.
+function M.diff(argv)
+  local fs = require "moonadm.fs"
+  local manifests = require "manifests"
+  local spec = common.flags(common.global, M.diff_flags)
+  local flags, args, set = flags_mod.parse(spec, argv)
+  if not flags then error(args, 0) end
+  common.setup(flags)
+  if #args > 1 then error(("accepts at most 1 arg(s), received %d"):format(#args), 0) end
+  local comps = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" }
+  for _, comp in ipairs(comps) do
+    local path = manifests.path(comp)
+    local st = fs.stat(path)
+    if not st then
+      error(("the manifest file %q does not exist: stat %s: no such file or directory"):format(path, fs.path(path)), 0)
+    end
+    if st.type == "directory" then error(("%q is a directory"):format(path), 0) end
+  end
+  local cfg, err = config.load { kind = "upgrade", files = flags.config and { flags.config } or {}, flags = {} }
+  if not cfg then error(err, 0) end
+  for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+  local d = (cfg.upgrade or {}).diff or {}
+  local capi = require "cluster.api"
+  local ctx = require("context").new { command = "upgrade-diff", cfg = cfg, gates = cfg.gates or {}, flags = flags,
+    flags_set = set, root = flags.root }
+  ctx.data.client = capi.from_kubeconfig({ cfg = {} }, flags.kubeconfig)
+  -- kubeadm's FetchInitConfigurationFromCluster lines, with the command's prefix (prepare's own
+  -- "[upgrade/config]" line is not printed)
+  io.stdout:write('[upgrade/diff] Reading configuration from the "kubeadm-config" ConfigMap in namespace "kube-system"...\n',
+    "[upgrade/diff] Use 'moonadm init phase upload-config kubeadm --config your-config-file' to re-upload it.\n")
+  local out = log.out
+  log.out = { write = function() end, flush = function() end }
+  local ok, perr = pcall(require("upgrade.data").prepare, ctx, { apply = false })
+  log.out = out
+  if not ok then error(perr, 0) end
+  ctx.cfg.init.patches = nil
+  local target = args[1] or (d.kubernetesVersion ~= "" and d.kubernetesVersion) or ctx.cfg.cluster.kubernetesVersion
+  if not target or target == "" then error("missing one or more required arguments. Required arguments: [version]", 0) end
+  local v, perr = require("upgrade.version").parse(target)
+  if not v then error(perr, 0) end
+  ctx.cfg.cluster.kubernetesVersion = target
+  -- kubeadm's ValueFromFlagsOrConfig: the flag when given, else the config's diff.contextLines,
+  -- which has no default, so without both the diff has no context lines (the flag's "3" only shows)
+  local context_lines = set["context-lines"] and flags["context-lines"] or d.contextLines or 0
+  local difflib = require "upgrade.difflib"
+  for _, comp in ipairs(comps) do
+    local path = manifests.path(comp)
+    local old, rerr = fs.read(path)
+    if not old then error(("reading %s: %s"):format(path, tostring(rerr)), 0) end
+    local new = manifests.encode(require("manifests").builders[comp](ctx))
+    io.stdout:write(difflib.unified(old, new, path, "new manifest", context_lines))
+  end
+  return 0
+end
+
 function M.main(argv)
   local sub = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
@@ -119,6 +190,8 @@ function M.main(argv)
     return flowcmd.main(setmetatable({ argv = rest }, { __index = NODE }))
   elseif sub == "plan" then
     return M.plan(rest)
+  elseif sub == "diff" then
+    return M.diff(rest)
   end
   io.stdout:write(require("cli").help_text { "upgrade" })
   return sub and 1 or 0

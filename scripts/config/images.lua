@@ -1,0 +1,54 @@
+-- The container images of a control plane (kubeadm's images.GetControlPlaneImages), as
+-- `config images list|pull` print them: kube-apiserver, kube-controller-manager, kube-scheduler,
+-- kube-proxy (unless proxy.disabled), CoreDNS (unless dns.disabled), pause, etcd (local etcd only).
+-- Each name comes from the builder that writes it into a manifest or an addon, so the list and
+-- what init deploys never differ; the tags are config.constants'.
+local C <const> = require "config.constants"
+
+local M = {}
+
+-- kubeadm's GetPauseImage: always under the cluster's imageRepository.
+function M.pause(cluster)
+  return ("%s/pause:%s"):format(cluster.imageRepository or C.image_repository, C.pause_image_tag)
+end
+
+-- The list of images for a defaulted ClusterConfiguration.
+function M.list(cluster)
+  local pod = require "manifests.pod"
+  local out = {}
+  for _, comp in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
+    out[#out + 1] = pod.image(cluster, comp)
+  end
+  if not (cluster.proxy and cluster.proxy.disabled) then out[#out + 1] = pod.image(cluster, "kube-proxy") end
+  if not (cluster.dns and cluster.dns.disabled) then out[#out + 1] = require("cluster.addons").coredns_image(cluster) end
+  out[#out + 1] = M.pause(cluster)
+  if not (cluster.etcd and cluster.etcd.external) then out[#out + 1] = require("manifests.etcd").image(cluster) end
+  return out
+end
+
+local function json_string(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    local named = { ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r" }
+    return named[c] or ("\\u%04x"):format(c:byte())
+  end) .. '"'
+end
+
+M.KIND, M.API_VERSION = "Images", "output.kubeadm.k8s.io/v1alpha3"
+
+-- The printers of `config images list -o text|json|yaml` (kubeadm's: one image a line; the
+-- output.kubeadm.k8s.io/v1alpha3 Images object as client-go's printers write it).
+function M.text(images) return table.concat(images, "\n") .. "\n" end
+
+function M.json(images)
+  local items = {}
+  for i, s in ipairs(images) do items[i] = "        " .. json_string(s) end
+  return ('{\n    "kind": %s,\n    "apiVersion": %s,\n    "images": %s\n}\n'):format(json_string(M.KIND),
+    json_string(M.API_VERSION), #items == 0 and "[]" or ("[\n" .. table.concat(items, ",\n") .. "\n    ]"))
+end
+
+function M.yaml(images)
+  local yaml = require "moonadm.yaml"
+  return yaml.encode { apiVersion = M.API_VERSION, kind = M.KIND, images = yaml.array(images) }
+end
+
+return M
