@@ -160,8 +160,33 @@ end
 
 function M.help_text(words) return help.render((M.node(words))) end
 
+-- `moonadm -v 5 init ...`: global flags before the command move after it (cobra takes them anywhere).
+local function command_first(argv)
+  local takes_value = {}
+  for _, f in ipairs(common.global) do
+    if f.type ~= "bool" then
+      takes_value["--" .. f.name] = true
+      if f.short then takes_value["-" .. f.short] = true end
+    end
+  end
+  local i, lead = 1, {}
+  while argv[i] and argv[i]:sub(1, 1) == "-" and argv[i] ~= "-h" and argv[i] ~= "--help" and argv[i] ~= "--" do
+    lead[#lead + 1] = argv[i]
+    if takes_value[argv[i]] and argv[i + 1] then
+      lead[#lead + 1] = argv[i + 1]
+      i = i + 1
+    end
+    i = i + 1
+  end
+  if #lead == 0 or not argv[i] then return argv end
+  local out = table.move(argv, i, #argv, 1, {})
+  table.move(lead, 1, #lead, #out + 1, out)
+  return out
+end
+
 -- Returns the process exit code.
 function M.main(argv)
+  argv = command_first(argv)
   local name = argv[1]
   if not name then
     io.stdout:write(M.help_text {})

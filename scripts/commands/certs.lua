@@ -4,6 +4,7 @@ local common = require "commands.common"
 local config = require "config"
 local context = require "context"
 local flags_mod = require "flags"
+local fs = require "moonadm.fs"
 local log = require "log"
 local certlist = require "pki.certlist"
 local expiration = require "pki.expiration"
@@ -16,12 +17,20 @@ local M = {}
 local CERT_DIR = { name = "cert-dir", type = "string", help = "The path where to save the certificates (default \"/etc/kubernetes/pki\")" }
 local CONFIG = { name = "config", type = "string", help = "Path to a kubeadm configuration file." }
 local KDIR = { name = "kubeconfig-dir", type = "string", default = "/etc/kubernetes", help = "The path where to save the kubeconfig file." }
+local KUBECONFIG = { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf",
+  help = "The kubeconfig file to use when talking to the cluster: given without --config, the cluster's ClusterConfiguration is read through it" }
+-- kubectl's printer flags: they apply to template outputs, which moonadm does not print; the
+-- objects moonadm prints carry no managedFields.
+local PRINT_FLAGS = {
+  { name = "allow-missing-template-keys", type = "bool", default = true, help = "If true, ignore any errors in templates when a field or map key is missing in the template. Only applies to golang and jsonpath output formats." },
+  { name = "show-managed-fields", type = "bool", help = "If true, keep the managedFields when printing objects in JSON or YAML format." },
+}
 
 local subs = {
   { "check-expiration", "Check certificates expiration for a Kubernetes cluster",
-    { CERT_DIR, CONFIG, KDIR, { name = "output", short = "o", type = "string", default = "text",
+    { CERT_DIR, CONFIG, KDIR, KUBECONFIG, PRINT_FLAGS[1], PRINT_FLAGS[2], { name = "output", short = "o", type = "string", default = "text",
       help = "Output format. One of: text|json|yaml." } } },
-  { "renew", "Renew certificates for a Kubernetes cluster", { CERT_DIR, CONFIG, KDIR } },
+  { "renew", "Renew certificates for a Kubernetes cluster", { CERT_DIR, CONFIG, KDIR, KUBECONFIG } },
   { "certificate-key", "Generate certificate keys", {} },
   { "generate-csr", "Generate keys and certificate signing requests", { CERT_DIR, CONFIG, KDIR } },
 }
@@ -84,15 +93,33 @@ function M.help_for(words)
   end
 end
 
+-- --kubeconfig without --config: the cluster's ClusterConfiguration (certificatesDir, SANs, ...), as
+-- kubeadm reads it; unreadable, a warning and the defaults, as kubeadm falls back.
+local function cluster_config(cfg, path)
+  local c, err = require("kube.client").from_kubeconfig(fs.path(path), { timeout = 10 })
+  local cm
+  if c then cm, err = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" } end
+  local cluster, cerr
+  if cm then
+    local text = cm.data and cm.data.ClusterConfiguration
+    if text then cluster, cerr = config.load_cluster(text, "kubeadm-config") else cerr = "kubeadm-config has no ClusterConfiguration" end
+  end
+  if not cluster then
+    log.warn("Error reading configuration from the Cluster (%s). Falling back to default configuration", tostring(cerr or err))
+    return
+  end
+  cfg.cluster = cluster
+end
+
 -- Flags, config and a context for a subcommand.
 local function setup(spec, argv)
   local fspec = common.flags(common.global, spec)
-  local flags, args = flags_mod.parse(fspec, argv)
+  local flags, args, set = flags_mod.parse(fspec, argv)
   if not flags then error(args, 0) end
   common.setup(flags)
-  if flags.help then return flags, args end
   local cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {}, flags = {} }
   if not cfg then error(err, 0) end
+  if not flags.config and set.kubeconfig then cluster_config(cfg, flags.kubeconfig) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   if flags["cert-dir"] and flags["cert-dir"] ~= "" then cfg.cluster.certificatesDir = flags["cert-dir"] end
   local ctx = context.new { command = "certs", cfg = cfg, gates = cfg.gates or {}, flags = flags, root = flags.root }

@@ -61,14 +61,15 @@ local function help_flow(flow_name)
   return flow, ctx
 end
 
--- The flags a phase subcommand shows: the phase's own list (kubeadm's InheritFlags), else the
--- command's flags.
-local function phase_flags(phase, spec)
-  if not phase.flags then return spec end
+-- The flags a phase subcommand shows: the phase's own list (kubeadm's InheritFlags), else its
+-- parent's, else the command's flags. (A phase subcommand accepts all of the command's flags.)
+local function phase_flags(phase, spec, inherited)
+  local names = phase.flags or inherited
+  if not names then return spec end
   local by = {}
   for _, f in ipairs(spec) do by[f.name] = f end
   local out = {}
-  for _, name in ipairs(phase.flags) do
+  for _, name in ipairs(names) do
     local f = by[name]
     if not f then error(("phase %s declares flag --%s, which the command does not have"):format(phase.name, name), 0) end
     out[#out + 1] = f
@@ -96,11 +97,12 @@ function M.help_tree(opts)
   local function help_for(w)
     if w[1] ~= "phase" or #w < 2 then return nil end
     local flow = help_flow(opts.flow)
-    local list, phase, path = flow.phases, nil, nil
+    local list, phase, path, inherited = flow.phases, nil, nil, nil
     for i = 2, #w do
       if w[i] == "all" and phase and phase.children and i == #w then
-        return { short = phase.all_desc or ("Run all the subphases of " .. path), flags = phase_flags(phase, spec), children = {} }
+        return { short = phase.all_desc or ("Run all the subphases of " .. path), flags = phase_flags(phase, spec, inherited), children = {} }
       end
+      if phase then inherited = phase.flags or inherited end
       local found
       for _, p in ipairs(list or {}) do
         if (p.name:lower():gsub(" .*$", "")) == w[i] and not p.hidden then found = p end
@@ -115,7 +117,7 @@ function M.help_tree(opts)
       table.sort(children, function(a, b) return a.name < b.name end)
     end
     return { short = phase.desc, long = phase.long, example = phase.example, args = phase.args,
-      flags = phase_flags(phase, spec), children = children, runnable = phase.run ~= nil or not phase.children }
+      flags = phase_flags(phase, spec, inherited), children = children, runnable = phase.run ~= nil or not phase.children }
   end
   tbl["phase"].children = function()
     local c = phase_children(help_flow(opts.flow).phases)

@@ -13,6 +13,8 @@ M.flags = {
   { name = "cri-socket", type = "string", help = "Path to the CRI socket to connect" },
   { name = "feature-gates", type = "string", help = "A set of key=value pairs for feature gates: ControlPlaneKubeletLocalMode, NodeLocalCRISocket, PublicKeysECDSA" },
   { name = "image-repository", type = "string", help = "Choose a container registry to pull control plane images from (default registry.k8s.io)" },
+  { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster (the phases that call the API). If the flag is not set, admin.conf is used, after making sure its kubeadm:cluster-admins binding exists" },
+  { name = "kubeconfig-dir", type = "string", default = "/etc/kubernetes", help = "The path where to save the kubeconfig file (the kubeconfig phases)" },
   { name = "kubernetes-version", type = "string", help = "Choose a specific Kubernetes version for the control plane (default: the pinned reference release)" },
   { name = "node-name", type = "string", help = "Specify the node name" },
   { name = "patches", type = "string", help = "Path to a directory that contains files named \"target[suffix][+patchtype].extension\"" },

@@ -3,6 +3,7 @@
 
 return {
   name = "addon",
+  flags = { "apiserver-advertise-address", "apiserver-bind-port", "config", "control-plane-endpoint", "dry-run", "feature-gates", "image-repository", "kubeconfig", "kubernetes-version", "pod-network-cidr", "print-manifest", "service-cidr", "service-dns-domain" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Install required addons for passing conformance tests",
   requires = { "local-apiserver" },
   children = {

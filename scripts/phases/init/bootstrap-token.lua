@@ -3,6 +3,7 @@
 
 return {
   name = "bootstrap-token",
+  flags = { "config", "dry-run", "kubeconfig", "skip-token-print" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Generates bootstrap tokens used to join a node to a cluster",
   requires = { "local-apiserver" },
   provides = { "bootstrap-token" },

@@ -51,6 +51,7 @@ end
 
 return {
   name = "certs",
+  flags = { "apiserver-advertise-address", "apiserver-cert-extra-sans", "cert-dir", "config", "control-plane-endpoint", "dry-run", "kubernetes-version", "service-cidr", "service-dns-domain" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Certificate generation",
   provides = { "pki" },
   run_if = prepare,

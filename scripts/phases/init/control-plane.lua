@@ -17,6 +17,7 @@ end
 
 return {
   name = "control-plane",
+  flags = { "apiserver-advertise-address", "apiserver-bind-port", "cert-dir", "config", "control-plane-endpoint", "dry-run", "feature-gates", "image-repository", "kubernetes-version", "patches", "pod-network-cidr", "service-cidr" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Generate all static Pod manifest files necessary to establish the control plane",
   requires = { "pki", "kubeconfig" },
   provides = { "control-plane-manifests" },

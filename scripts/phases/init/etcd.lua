@@ -17,6 +17,7 @@ end
 
 return {
   name = "etcd",
+  flags = { "cert-dir", "config", "dry-run", "image-repository", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Generate static Pod manifest file for local etcd",
   requires = { "pki" },
   provides = { "local-etcd" },

@@ -42,6 +42,7 @@ end
 
 return {
   name = "kubeconfig",
+  flags = { "apiserver-advertise-address", "apiserver-bind-port", "cert-dir", "config", "control-plane-endpoint", "dry-run", "kubeconfig-dir", "kubernetes-version", "node-name" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Generate all kubeconfig files necessary to establish the control plane and the admin kubeconfig file",
   requires = { "pki" },
   provides = { "kubeconfig" },

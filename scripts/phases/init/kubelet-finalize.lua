@@ -3,6 +3,7 @@
 
 return {
   name = "kubelet-finalize",
+  flags = { "cert-dir", "config", "dry-run" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Updates settings relevant to the kubelet after TLS bootstrap",
   requires = { "kubelet-started" },
   children = {

@@ -6,6 +6,7 @@ local runtime = require "runtime"
 
 return {
   name = "kubelet-start",
+  flags = { "config", "cri-socket", "dry-run", "image-repository", "node-name", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Write kubelet settings and (re)start the kubelet",
   requires = { "kubeconfig" },
   provides = { "kubelet-started" },

@@ -3,6 +3,7 @@
 
 return {
   name = "mark-control-plane",
+  flags = { "config", "dry-run", "node-name" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Mark a node as a control-plane",
   requires = { "local-apiserver" },
   run = function(ctx) require("cluster.node").mark_control_plane(ctx) end,

@@ -9,6 +9,7 @@ local log = require "log"
 
 return {
   name = "preflight",
+  flags = { "config", "cri-socket", "dry-run", "ignore-preflight-errors", "image-repository" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run pre-flight checks",
   always_run = true,
   provides = { "preflight" },

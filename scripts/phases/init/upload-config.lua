@@ -3,6 +3,7 @@
 
 return {
   name = "upload-config",
+  flags = { "config", "cri-socket", "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upload the kubeadm and kubelet configuration to a ConfigMap",
   requires = { "local-apiserver" },
   provides = { "cluster-config" },

@@ -3,6 +3,7 @@
 
 return {
   name = "wait-control-plane",
+  flags = {}, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Wait for the control plane to start",
   requires = { "kubelet-started", "control-plane-manifests" },
   provides = { "local-apiserver" },

@@ -4,6 +4,7 @@ local data = require "join.data"
 
 return {
   name = "control-plane-join",
+  flags = { "apiserver-advertise-address", "config", "control-plane", "dry-run", "node-name", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Join a machine as a control plane instance",
   requires = { "kubelet-started" },
   children = {

@@ -12,6 +12,7 @@ end
 
 return {
   name = "control-plane-prepare",
+  flags = { "apiserver-advertise-address", "apiserver-bind-port", "certificate-key", "config", "control-plane", "discovery-file", "discovery-token", "discovery-token-ca-cert-hash", "discovery-token-unsafe-skip-ca-verification", "dry-run", "node-name", "patches", "tls-bootstrap-token", "token" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Prepare the machine for serving a control plane",
   provides = { "pki", "kubeconfig", "control-plane-manifests" },
   children = {

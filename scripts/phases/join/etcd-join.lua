@@ -1,6 +1,7 @@
 -- join phase "etcd-join": Join etcd for control plane nodes.
 return {
   name = "etcd-join",
+  flags = { "apiserver-advertise-address", "config", "control-plane", "dry-run", "node-name", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Join etcd for control plane nodes",
   requires = { "pki", "kubelet-started" },
   provides = { "local-etcd" },

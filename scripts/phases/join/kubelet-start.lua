@@ -5,6 +5,7 @@ local jk = require "join.kubelet"
 
 return {
   name = "kubelet-start",
+  flags = { "config", "cri-socket", "discovery-file", "discovery-token", "discovery-token-ca-cert-hash", "discovery-token-unsafe-skip-ca-verification", "dry-run", "node-name", "patches", "tls-bootstrap-token", "token" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Write kubelet settings, certificates and (re)start the kubelet",
   provides = function(ctx)
     if ctx:gate("ControlPlaneKubeletLocalMode") then return { "kubelet-started" } end

@@ -6,6 +6,7 @@ local jk = require "join.kubelet"
 
 return {
   name = "kubelet-wait-bootstrap",
+  flags = { "config", "cri-socket", "dry-run" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Wait for the kubelet to bootstrap itself",
   requires = function(ctx)
     if jk.local_server(ctx) and jk.local_etcd(ctx) then

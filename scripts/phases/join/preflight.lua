@@ -10,6 +10,7 @@ local C = require "config.constants"
 
 return {
   name = "preflight",
+  flags = { "apiserver-advertise-address", "apiserver-bind-port", "certificate-key", "config", "control-plane", "cri-socket", "discovery-file", "discovery-token", "discovery-token-ca-cert-hash", "discovery-token-unsafe-skip-ca-verification", "dry-run", "ignore-preflight-errors", "node-name", "tls-bootstrap-token", "token" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run join pre-flight checks",
   always_run = true,
   provides = { "preflight" },

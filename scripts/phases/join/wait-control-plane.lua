@@ -5,6 +5,7 @@ local data = require "join.data"
 
 return {
   name = "wait-control-plane",
+  flags = {}, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Wait for the control plane to start",
   requires = { "control-plane-manifests" },
   run = function(ctx)

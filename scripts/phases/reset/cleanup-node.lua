@@ -5,6 +5,7 @@ local runtime = require "runtime"
 
 return {
   name = "cleanup-node",
+  flags = { "cert-dir", "cleanup-tmp-dir", "cri-socket", "dry-run" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run cleanup node.",
   aliases = { "cleanupnode" },
   run = function(ctx)

@@ -8,6 +8,7 @@ local prompt = require "reset.prompt"
 
 return {
   name = "preflight",
+  flags = { "dry-run", "force", "ignore-preflight-errors" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run reset pre-flight checks",
   always_run = true,
   run = function(ctx)

@@ -10,6 +10,7 @@ local log = require "log"
 
 local M = {
   name = "remove-etcd-member",
+  flags = { "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Remove a local etcd member.",
   long = "Remove a local etcd member for a control plane node.",
 }

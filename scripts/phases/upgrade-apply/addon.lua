@@ -2,6 +2,7 @@
 -- CoreDNS and kube-proxy, once every control plane runs the new kube-apiserver (scripts/upgrade/addon.lua).
 return {
   name = "addon",
+  flags = { "config", "dry-run", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upgrade the default kubeadm addons",
   children = {
     { name = "coredns", desc = "Upgrade the CoreDNS addon", run = function(ctx) require("upgrade.addon").coredns(ctx) end },

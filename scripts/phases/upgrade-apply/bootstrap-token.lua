@@ -17,6 +17,7 @@ end
 
 return {
   name = "bootstrap-token",
+  flags = { "config", "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Configures bootstrap token and cluster-info RBAC rules",
   run = run,
 }

@@ -3,6 +3,7 @@
 -- and rolled back on failure; certificates renewed unless --certificate-renewal=false (scripts/upgrade/controlplane.lua).
 return {
   name = "control-plane",
+  flags = { "certificate-renewal", "config", "dry-run", "etcd-upgrade", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upgrade the control plane",
   run = function(ctx) require("upgrade.controlplane").run(ctx) end,
 }

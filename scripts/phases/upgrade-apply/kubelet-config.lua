@@ -2,6 +2,7 @@
 -- config.yaml from kubelet-config; NodeLocalCRISocket migration (seed 002) (scripts/upgrade/kubeletconfig.lua).
 return {
   name = "kubelet-config",
+  flags = { "config", "dry-run", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upgrade the kubelet configuration for this node",
   run = function(ctx) require("upgrade.kubeletconfig").run(ctx) end,
 }

@@ -2,6 +2,7 @@
 -- kubeadm-config without ClusterStatus, kubelet-config, cri-socket annotation removed (scripts/upgrade/uploadconfig.lua).
 return {
   name = "upload-config",
+  flags = { "config", "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upload the kubeadm and kubelet configurations to ConfigMaps",
   aliases = { "uploadconfig" },
   children = {
