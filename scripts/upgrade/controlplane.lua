@@ -14,7 +14,7 @@ local capi = require "cluster.api"
 local wait = require "cluster.wait"
 local data = require "upgrade.data"
 local certs = require "upgrade.certs"
-local diff = require "upgrade.diff"
+local difflib = require "upgrade.difflib"
 
 local M = {}
 
@@ -180,7 +180,7 @@ local function upgrade_component(ctx, st, component)
   end
   if ctx.dry_run then
     log.info("[upgrade/staticpods] Would update the static Pod manifest of %s:", component)
-    log.result(diff.unified(old, new, path, path .. " (new)"))
+    log.result(difflib.unified(old, new, path, path .. " (new)"))
     if st.renew then certs.renew(ctx, certs.names(ctx.cfg.cluster, component)) end
     return true
   end

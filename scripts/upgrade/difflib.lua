@@ -3,7 +3,7 @@
 -- line" junk heuristic for 200+ lines), opcodes grouped with N context lines, go-difflib's range
 -- format ("@@ -3,4 +3 @@") and its SplitLines (every line keeps its "\n"; the text gets one more
 -- line, "\n", at its end), so the output is byte for byte kubeadm's.
--- (upgrade.diff is the smaller LCS diff `upgrade apply --dry-run` prints.)
+-- (`upgrade apply --dry-run` prints its manifest diffs with it too: one diff in the project.)
 local M = {}
 
 -- go-difflib's SplitLines: strings.SplitAfter(s, "\n") with "\n" appended to the last piece.

@@ -6,7 +6,7 @@ local cjson = require "cjson"
 local yaml = require "moonadm.yaml"
 local version = require "upgrade.version"
 local plan = require "upgrade.plan"
-local diff = require "upgrade.diff"
+local difflib = require "upgrade.difflib"
 local kubeletconfig = require "upgrade.kubeletconfig"
 local kubeconfig = require "upgrade.kubeconfig"
 local addon = require "upgrade.addon"
@@ -177,12 +177,12 @@ describe("upgrade plan", function()
 end)
 
 describe("upgrade helpers", function()
-  it("diffs manifests as unified hunks", function()
+  it("diffs manifests as unified hunks (go-difflib's, as kubeadm prints them)", function()
     local a = "a\nb\nc\nd\ne\nf\ng\nh\n"
     local b = "a\nb\nc\nD\ne\nf\ng\nh\ni\n"
-    local d = diff.unified(a, b, "old", "new", 1)
-    assert.equal("--- old\n+++ new\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n@@ -8,1 +8,2 @@\n h\n+i\n", d)
-    assert.equal("", diff.unified(a, a))
+    local d = difflib.unified(a, b, "old", "new", 1)
+    assert.equal("--- old\n+++ new\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n@@ -8,2 +8,3 @@\n h\n+i\n \n", d) -- (go-difflib: a last "\n" line)
+    assert.equal("", difflib.unified(a, a))
   end)
 
   it("migrates --container-runtime-endpoint out of kubeadm-flags.env (seed 002)", function()
