@@ -103,15 +103,18 @@ M.help = {
       "It says \"up\" only when every static Pod manifest of every node has its mirror Pod in the API and every\n" ..
       "Node is Ready. Without --subnet the lab picks a free /24 by itself. A previous lab of the same name is\n" ..
       "removed first.",
-    example = "moonadm lab up --control-planes 3 --workers 2\nmoonadm lab up --name demo2 --workers 1",
+    example = "  # An HA lab: three control planes behind a load balancer, two workers\n" ..
+      "  moonadm lab up --control-planes 3 --workers 2\n\n" ..
+      "  # A second lab next to the first: it picks a free subnet by itself\n" ..
+      "  moonadm lab up --name demo2 --workers 1",
     args = "", flags = M.flags.up,
   },
   ["down"] = { short = "Stop every process of a lab and remove its namespaces and bridge",
-    example = "moonadm lab down --name demo2", args = "", flags = M.flags.down },
+    example = "  moonadm lab down --name demo2", args = "", flags = M.flags.down },
   ["status"] = { short = "Show a lab's nodes, their static pods and PIDs",
-    example = "moonadm lab status -o json", args = "", flags = M.flags.status },
+    example = "  moonadm lab status -o json", args = "", flags = M.flags.status },
   ["exec"] = { short = "Run a command as if on a lab node (its network namespace, its node directories)",
-    example = "moonadm lab exec cp1 -- moonadm certs check-expiration", args = "NODE -- CMD [ARGS...]",
+    example = "  moonadm lab exec cp1 -- moonadm certs check-expiration", args = "NODE -- CMD [ARGS...]",
     flags = M.flags.exec },
   ["kubelet"] = { short = "The lab's kubelet stand-in for one node (started by `lab up`)",
     args = "", flags = M.flags.kubelet },

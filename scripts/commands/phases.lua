@@ -39,8 +39,10 @@ M.help = {
       "with each phase's status (run, skipped, gated by a feature gate), its requirements and, with --root,\n" ..
       "the journal's state. The flow is checked as the runner checks it: every phase's requirements must be\n" ..
       "provided by an earlier phase, or the flow is refused (exit 1).",
-    example = "moonadm phases join --feature-gates ControlPlaneKubeletLocalMode=false\n" ..
-      "moonadm phases init --format mermaid",
+    example = "  # The join flow with the old join order, statically checked\n" ..
+      "  moonadm phases join --feature-gates ControlPlaneKubeletLocalMode=false\n\n" ..
+      "  # init's flow as a Mermaid graph\n" ..
+      "  moonadm phases init --format mermaid",
     args = "init|join|reset|upgrade-apply|upgrade-node",
     flags = M.flags,
   },
@@ -50,8 +52,10 @@ M.help = {
       "must get what it requires from an earlier phase. The command is guessed from the file's name when\n" ..
       "not given. A join flow serves both roles: it is checked for a joining worker and for a joining\n" ..
       "control plane unless --worker or --control-plane names one, and a refusal says which role it is for.",
-    example = "moonadm phases check --flow join-flow.lua\n" ..
-      "moonadm phases check join --flow join-flow.lua --control-plane",
+    example = "  # Check a join flow for both roles (a worker and a control-plane join)\n" ..
+      "  moonadm phases check --flow join-flow.lua\n\n" ..
+      "  # Check it for a joining control plane only\n" ..
+      "  moonadm phases check join --flow join-flow.lua --control-plane",
     args = "[init|join|reset|upgrade-apply|upgrade-node]",
     flags = M.flags,
   },
