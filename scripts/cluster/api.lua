@@ -7,6 +7,7 @@ local fs = require "moonadm.fs"
 local client = require "kube.client"
 local config = require "config"
 local C = require "config.constants"
+local duration = require "config.duration"
 local log = require "log"
 
 local M = {}
@@ -137,22 +138,8 @@ function M.poll(what, timeout, interval, f)
   end
 end
 
--- Go's time.Duration String() for a number of seconds ("501.829165ms", "4.001s", "1m30s").
-function M.go_duration(s)
-  if s == 0 then return "0s" end
-  local ns = math.floor(s * 1e9 + 0.5)
-  local function trim(x) return (x:gsub("%.?0+$", "")) end
-  if ns < 1000 then return ns .. "ns" end
-  if ns < 1000000 then return trim(("%.3f"):format(ns / 1e3)) .. "µs" end
-  if ns < 1000000000 then return trim(("%.6f"):format(ns / 1e6)) .. "ms" end
-  local h = ns // 3600000000000
-  local rem = ns - h * 3600000000000
-  local m = rem // 60000000000
-  rem = rem - m * 60000000000
-  local sec = trim(("%.9f"):format(rem / 1e9))
-  if h > 0 then return ("%dh%dm%ss"):format(h, m, sec) end
-  if m > 0 then return ("%dm%ss"):format(m, sec) end
-  return sec .. "s"
-end
+-- Go's time.Duration String() for a number of seconds ("501.829165ms", "4.001s", "1m30s"); the one
+-- formatter is config.duration's.
+M.go_duration = duration.format_seconds
 
 return M

@@ -34,13 +34,15 @@ function M.patch(ctx, c, mutate, prefix)
       p.metadata.resourceVersion = node.metadata.resourceVersion
       local got, perr = c:patch({ apiVersion = "v1", kind = "Node", name = name }, p, { type = "merge" })
       if got then
-        if waited then log.v(1, "%s Node %q registered after %s", prefix or "", name, capi.go_duration(core.now() - t0)) end
+        if waited then log.info("%sThe kubelet registered Node %q after %s", prefix and (prefix .. " ") or "", name, capi.go_duration(core.now() - t0)) end
         return got, "patched"
       end
       if perr.code ~= 409 then error(("patching Node %q: %s"):format(name, tostring(perr)), 0) end
       last = perr
     elseif err.code == 404 then
-      if not waited then log.v(1, "%s waiting for the kubelet to register Node %q", prefix or "", name) end
+      if not waited then
+        log.info("%sWaiting for the kubelet to register Node %q. This can take up to %s", prefix and (prefix .. " ") or "", name, capi.go_duration(timeout))
+      end
       waited, last = true, err
     else
       last = err

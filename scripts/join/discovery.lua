@@ -6,6 +6,7 @@
 -- including any client credentials embedded in it. Each failure has its own message.
 local client_mod = require "kube.client"
 local core = require "moonadm.core"
+local duration = require "config.duration"
 local kubeconfig = require "kube.kubeconfig"
 local log = require "log"
 local pki = require "moonadm.pki"
@@ -74,9 +75,16 @@ function M.token(ctx, d, timeout)
   local cm, last
   local jws_key = "jws-kubeconfig-" .. id
   log.info("[discovery] Created cluster-info discovery client, requesting info from %q", server)
+  local t0, waiting = core.monotonic(), false
   while true do
     cm, last = get_cluster_info(insecure)
     if cm and cm.data and cm.data.kubeconfig and cm.data[jws_key] then break end
+    if not waiting then
+      -- the API server is not up yet, or the bootstrap signer has not signed this token yet
+      waiting = true
+      log.info("[discovery] Waiting for the cluster-info ConfigMap signed for token %q at %s. This can take up to %s",
+        id, server, duration.format_seconds(timeout))
+    end
     if core.monotonic() > deadline then
       insecure:close()
       if cm then
@@ -87,6 +95,7 @@ function M.token(ctx, d, timeout)
     core.sleep(1)
   end
   insecure:close()
+  if waiting then log.info("[discovery] The cluster-info ConfigMap was ready after %s", duration.format_seconds(core.monotonic() - t0)) end
   local content = cm.data.kubeconfig
   local ok = pki.jws_verify(content, id, secret, cm.data[jws_key])
   if not ok then
