@@ -78,13 +78,13 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
     echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
   else
     bin=${MOONADM_BIN:-$top/bin/moonadm}
-    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
+    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu e2eup e2eup2; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
     trap 'labs_down; rm -rf "$out"' EXIT
     trap 'exit 130' INT TERM
     export MOONADM_E2E_RUN=$$-$(date +%s)
-    pattern=_spec
-    [ -n "${MOONADM_LONG:-}" ] || pattern='^[^l].*_spec'  # long_*_spec.lua only with make test-long
-    tests/busted.sh --output=utfTerminal --pattern="$pattern" tests/e2e > "$out/e.log" 2>&1; rc=$?
+    exclude=()
+    [ -n "${MOONADM_LONG:-}" ] || exclude=(--exclude-pattern='^long_')  # long_*_spec.lua only with make test-long
+    tests/busted.sh --output=utfTerminal --pattern=_spec "${exclude[@]}" tests/e2e > "$out/e.log" 2>&1; rc=$?
     cat "$out/e.log"
     line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out/e.log" | tail -1)
     if [ -z "$line" ]; then
