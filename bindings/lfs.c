@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bindings.h"
 #include "fs.h"
@@ -173,7 +174,8 @@ static int l_stat(lua_State *L)
 	ma_err e;
 	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
 		return ma_push_err(L, &e);
-	if (lstat(host, &st) != 0) {
+	/* follow (2nd argument true): stat the symlink's target instead of the link */
+	if ((lua_toboolean(L, 2) ? stat(host, &st) : lstat(host, &st)) != 0) {
 		lua_pushnil(L);
 		lua_pushfstring(L, "stat %s: %s", host, strerror(errno));
 		return 2;
@@ -194,12 +196,90 @@ static int l_stat(lua_State *L)
 	return 1;
 }
 
+/* The root lock: a handle that holds an flock until :release(), __close or __gc. */
+#define LOCK_MT "moonadm.fs.lock"
+
+typedef struct {
+	int fd;
+} lock_handle;
+
+static int l_lock_release(lua_State *L)
+{
+	lock_handle *h = luaL_checkudata(L, 1, LOCK_MT);
+	if (h->fd >= 0) {
+		close(h->fd); /* closing the last descriptor releases the flock */
+		h->fd = -1;
+	}
+	return 0;
+}
+
+static int l_lock_held(lua_State *L)
+{
+	lock_handle *h = luaL_checkudata(L, 1, LOCK_MT);
+	lua_pushboolean(L, h->fd >= 0);
+	return 1;
+}
+
+/* fs.lock(path) -> handle | nil, message, holder_pid (0 if unknown; nil on an error other than "held") */
+static int l_lock(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	lock_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+	h->fd = -1;
+	luaL_setmetatable(L, LOCK_MT);
+	long holder = 0;
+	ma_err e;
+	int rc = ma_fs_lock(root(L), path, &h->fd, &holder, &e);
+	if (rc < 0)
+		return ma_push_err(L, &e);
+	if (rc == 1) {
+		char host[MA_PATH_MAX];
+		if (ma_fs_resolve(root(L), path, host, sizeof host, &e))
+			snprintf(host, sizeof host, "%s", path);
+		lua_pushnil(L);
+		if (holder > 0)
+			lua_pushfstring(L, "%s is locked by pid %d", host, (int)holder);
+		else
+			lua_pushfstring(L, "%s is locked by another process (its pid is not recorded yet)", host);
+		lua_pushinteger(L, holder);
+		return 3;
+	}
+	return 1;
+}
+
+/* fs.clean_temps(dir [, depth]) -> number removed | nil, message */
+static int l_clean_temps(lua_State *L)
+{
+	int removed = 0;
+	ma_err e;
+	if (ma_fs_clean_temps(root(L), luaL_checkstring(L, 1), (int)luaL_optinteger(L, 2, 0), &removed, &e))
+		return ma_push_err(L, &e);
+	lua_pushinteger(L, removed);
+	return 1;
+}
+
+static void lock_metatable(lua_State *L)
+{
+	static const luaL_Reg methods[] = {{"release", l_lock_release}, {"held", l_lock_held}, {NULL, NULL}};
+	if (luaL_newmetatable(L, LOCK_MT)) {
+		luaL_newlib(L, methods);
+		lua_setfield(L, -2, "__index");
+		lua_pushcfunction(L, l_lock_release);
+		lua_setfield(L, -2, "__gc");
+		lua_pushcfunction(L, l_lock_release);
+		lua_setfield(L, -2, "__close");
+	}
+	lua_pop(L, 1);
+}
+
 int luaopen_moonadm_fs(lua_State *L)
 {
+	lock_metatable(L);
 	static const luaL_Reg fns[] = {{"set_root", l_set_root}, {"root", l_root},     {"path", l_path},
 				       {"write", l_write},       {"read", l_read},     {"exists", l_exists},
 				       {"mkdir", l_mkdir},       {"remove", l_remove}, {"remove_tree", l_remove_tree},
 				       {"copy", l_copy},         {"list", l_list},     {"stat", l_stat},
+				       {"lock", l_lock},         {"clean_temps", l_clean_temps},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int ma_fs_resolve(const char *root, const char *path, char *out, size_t outlen, ma_err *e)
@@ -98,7 +100,8 @@ static int fsync_dir(const char *dir, ma_err *e)
 static int same_content(const char *host, const void *data, size_t len, mode_t mode)
 {
 	struct stat st;
-	if (stat(host, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != len ||
+	/* lstat: a symlink is never "the same file", it is replaced (rename never follows it). */
+	if (lstat(host, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size != len ||
 	    (st.st_mode & 07777) != (mode & 07777))
 		return 0;
 	FILE *f = fopen(host, "rb");
@@ -133,6 +136,8 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return ma_fail_errno(e, errno, "create temp file for %s", host);
+	/* Held until close: ma_fs_clean_temps leaves a temp file alone while its writer lives. */
+	(void)flock(fd, LOCK_EX | LOCK_NB);
 	/* Final mode before any byte is written: a private key is never readable by others. */
 	if (fchmod(fd, mode) != 0) {
 		int err = errno;
@@ -323,4 +328,135 @@ int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e)
 	int rc = write_host(hto, data, len, st.st_mode & 07777, e);
 	free(data);
 	return rc;
+}
+
+static int lock_fail(int fd, int err, ma_err *e, const char *what, const char *host)
+{
+	close(fd);
+	return ma_fail_errno(e, err, "%s %s", what, host);
+}
+
+int ma_fs_lock(const char *root, const char *path, int *fd_out, long *holder, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	*fd_out = -1;
+	if (holder)
+		*holder = 0;
+	/* A holder may remove the file (reset empties /var/lib/moonadm): a lock taken on an inode that
+	 * is no longer at the path is no lock, so try again on the new one. */
+	for (int attempt = 0; attempt < 8; attempt++) {
+		int fd = open(host, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+		if (fd < 0) {
+			if (errno == ELOOP)
+				return ma_fail(e, "lock file %s is a symlink: remove it (moonadm creates a regular file)",
+					       host);
+			return ma_fail_errno(e, errno, "open lock file %s", host);
+		}
+		struct stat st, cur;
+		if (fstat(fd, &st) != 0)
+			return lock_fail(fd, errno, e, "stat lock file", host);
+		if (!S_ISREG(st.st_mode)) {
+			close(fd);
+			return ma_fail(e, "lock file %s is not a regular file: remove it", host);
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			int err = errno;
+			if (err != EWOULDBLOCK && err != EAGAIN)
+				return lock_fail(fd, err, e, "flock", host);
+			char buf[32];
+			ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+			close(fd);
+			if (holder && n > 0) {
+				buf[n] = '\0';
+				char *end;
+				long pid = strtol(buf, &end, 10);
+				*holder = (pid > 0 && (*end == '\n' || *end == '\0')) ? pid : 0;
+			}
+			return 1;
+		}
+		if (stat(host, &cur) != 0 || cur.st_ino != st.st_ino || cur.st_dev != st.st_dev) {
+			close(fd);
+			continue;
+		}
+		if (st.st_uid == geteuid() && (st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
+			return lock_fail(fd, errno, e, "chmod", host);
+		char pid[32];
+		int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+		if (ftruncate(fd, 0) != 0)
+			return lock_fail(fd, errno, e, "truncate lock file", host);
+		if (pwrite(fd, pid, (size_t)len, 0) != len)
+			return lock_fail(fd, errno ? errno : EIO, e, "write pid into lock file", host);
+		if (fsync(fd) != 0)
+			return lock_fail(fd, errno, e, "fsync lock file", host);
+		*fd_out = fd;
+		return 0;
+	}
+	return ma_fail(e, "lock file %s keeps being replaced while locking it: is another program removing it?", host);
+}
+
+/* ".NAME.tmp-XXXXXX": the name write_host gives a temp file (mkostemp's six letters and digits). */
+static int is_temp_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n < 1 + 1 + 5 + 6 || name[0] != '.' || memcmp(name + n - 11, ".tmp-", 5) != 0)
+		return 0;
+	for (size_t i = n - 6; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+			return 0;
+	}
+	return 1;
+}
+
+static int clean_temps_host(const char *host, int depth, time_t before, int *removed, ma_err *e)
+{
+	DIR *d = opendir(host);
+	if (!d) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		return ma_fail_errno(e, errno, "opendir %s (cleaning temp files)", host);
+	}
+	struct dirent *de;
+	char child[MA_PATH_MAX];
+	int rc = 0;
+	while (rc == 0 && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(child, sizeof child, "%s/%s", host, de->d_name) >= (int)sizeof child)
+			continue; /* write_host could never have made it */
+		struct stat st;
+		if (lstat(child, &st) != 0)
+			continue; /* gone meanwhile */
+		if (S_ISDIR(st.st_mode)) {
+			if (depth > 0)
+				rc = clean_temps_host(child, depth - 1, before, removed, e);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || !is_temp_name(de->d_name) || st.st_mtime >= before)
+			continue;
+		int fd = open(child, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			if (unlink(child) != 0 && errno != ENOENT)
+				rc = ma_fail_errno(e, errno, "remove the temp file %s left by an interrupted run", child);
+			else if (removed)
+				(*removed)++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return rc;
+}
+
+int ma_fs_clean_temps(const char *root, const char *dir, int depth, int *removed, ma_err *e)
+{
+	char host[MA_PATH_MAX];
+	if (ma_fs_resolve(root, dir, host, sizeof host, e))
+		return -1;
+	if (removed)
+		*removed = 0;
+	return clean_temps_host(host, depth, time(NULL), removed, e);
 }

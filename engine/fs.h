@@ -32,4 +32,18 @@ int ma_fs_remove_tree(const char *root, const char *path, int keep_top, ma_err *
 /* Copies a file atomically (same mode), e.g. a backup before an upgrade rewrites it. */
 int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e);
 
+/* The root lock (one moonadm at a time on a root): opens or creates `path` (0600, never through a
+ * symlink), takes a non-blocking flock on it and records this process's pid in it. Returns 0 with
+ * *fd set (close it to release; the kernel releases it when the process dies), 1 when another
+ * process holds it (*holder = the pid it recorded, 0 if unreadable), -1 on an error. The file is
+ * written in place, not renamed: a lock must stay on one inode. Its directory must exist. */
+int ma_fs_lock(const char *root, const char *path, int *fd, long *holder, ma_err *e);
+
+/* Removes the temp files of atomic writes (".NAME.tmp-XXXXXX", see ma_fs_write) that a killed run
+ * left in `dir` and, down to `depth` levels, its subdirectories (symlinks are not followed). A temp
+ * file is removed only when no live writer holds it (each writer keeps an flock on its temp file
+ * until the rename) and it dates from an earlier second than the call. *removed (if not NULL)
+ * counts them. A missing dir is not an error. */
+int ma_fs_clean_temps(const char *root, const char *dir, int depth, int *removed, ma_err *e);
+
 #endif

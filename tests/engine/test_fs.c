@@ -1,7 +1,12 @@
 /* engine/fs: paths under a root, atomic writes with final modes, reads, removal. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "fs.h"
 #include "t.h"
@@ -81,6 +86,116 @@ static void test_mkdir_remove_copy(void)
 	CHECK(ma_fs_remove_tree("/", "/", 0, &e) == -1, "never rm -rf /");
 }
 
+/* issue 18.7: the root lock is exclusive, records the holder's pid, and is free once closed. */
+static void test_lock(void)
+{
+	ma_err e;
+	int fd = -1, fd2 = -1;
+	long holder = -1;
+	CHECK(ma_fs_mkdir(root, "/var/lib/moonadm", 0700, &e) == 0, "%s", e.msg);
+	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd, &holder, &e) == 0, "%s", e.msg);
+	CHECK(fd >= 0, "a descriptor");
+	char host[MA_PATH_MAX];
+	ma_fs_resolve(root, "/var/lib/moonadm/lock", host, sizeof host, &e);
+	struct stat st;
+	CHECK(stat(host, &st) == 0 && (st.st_mode & 07777) == 0600, "lock file mode %o", st.st_mode & 07777);
+	/* a second open file description conflicts, even in this process */
+	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd2, &holder, &e) == 1, "second lock must be refused");
+	CHECK(fd2 == -1 && holder == (long)getpid(), "holder %ld, want %ld", holder, (long)getpid());
+	close(fd);
+	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd2, &holder, &e) == 0, "free after close: %s", e.msg);
+	close(fd2);
+	/* never through a symlink */
+	unlink(host);
+	CHECK(symlink("/etc/passwd", host) == 0, "symlink");
+	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd, &holder, &e) == -1, "a symlinked lock file is refused");
+	CHECK(strstr(e.msg, "symlink") != NULL, "%s", e.msg);
+	unlink(host);
+}
+
+static void touch_old(const char *host, const char *data, time_t age)
+{
+	FILE *f = fopen(host, "w");
+	if (f) {
+		fputs(data, f);
+		fclose(f);
+	}
+	struct utimbuf t = {time(NULL) - age, time(NULL) - age};
+	utime(host, &t);
+}
+
+/* issue 18.9: a killed run's temp files go on the next run; live writers' and other files stay. */
+static void test_clean_temps(void)
+{
+	ma_err e;
+	char dir[MA_PATH_MAX], p[MA_PATH_MAX + 64];
+	CHECK(ma_fs_mkdir(root, "/etc/kubernetes/pki/etcd", 0755, &e) == 0, "%s", e.msg);
+	ma_fs_resolve(root, "/etc/kubernetes", dir, sizeof dir, &e);
+	const char *dead[] = {"/.init.json.tmp-AbC123", "/pki/.ca.key.tmp-x9Y8z7", "/pki/etcd/.peer.key.tmp-000000"};
+	const char *kept[] = {"/.fresh.tmp-QwErTy", "/pki/.ca.key.tmp-abc", "/pki/ca.key.tmp-AbC123", "/pki/.notes.tmp-AbC12!",
+			      "/pki/ca.crt"};
+	for (size_t i = 0; i < sizeof dead / sizeof *dead; i++) {
+		snprintf(p, sizeof p, "%s%s", dir, dead[i]);
+		touch_old(p, "x", 30);
+	}
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+		snprintf(p, sizeof p, "%s%s", dir, kept[i]);
+		touch_old(p, "x", i == 0 ? 0 : 30);
+	}
+	/* a temp file a live writer holds */
+	snprintf(p, sizeof p, "%s/pki/.sa.key.tmp-LiVe00", dir);
+	touch_old(p, "x", 30);
+	int held = open(p, O_RDONLY);
+	CHECK(held >= 0 && flock(held, LOCK_EX | LOCK_NB) == 0, "hold %s", p);
+	int removed = -1;
+	/* depth 0: only the top dir */
+	CHECK(ma_fs_clean_temps(root, "/etc/kubernetes", 0, &removed, &e) == 0, "%s", e.msg);
+	CHECK(removed == 1, "removed %d at depth 0", removed);
+	CHECK(ma_fs_clean_temps(root, "/etc/kubernetes", 2, &removed, &e) == 0, "%s", e.msg);
+	CHECK(removed == 2, "removed %d at depth 2", removed);
+	for (size_t i = 0; i < sizeof dead / sizeof *dead; i++) {
+		snprintf(p, sizeof p, "%s%s", dir, dead[i]);
+		CHECK(access(p, F_OK) != 0, "%s removed", p);
+	}
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) {
+		snprintf(p, sizeof p, "%s%s", dir, kept[i]);
+		CHECK(access(p, F_OK) == 0, "%s kept", p);
+		unlink(p);
+	}
+	snprintf(p, sizeof p, "%s/pki/.sa.key.tmp-LiVe00", dir);
+	CHECK(access(p, F_OK) == 0, "held temp kept");
+	close(held);
+	CHECK(ma_fs_clean_temps(root, "/etc/kubernetes", 2, &removed, &e) == 0 && removed == 1, "released: removed %d", removed);
+	CHECK(ma_fs_clean_temps(root, "/no/such/dir", 2, &removed, &e) == 0 && removed == 0, "missing dir is fine");
+}
+
+/* A write onto a symlink replaces the link; it never follows it to clobber the target. */
+static void test_write_symlink(void)
+{
+	ma_err e;
+	char outside[MA_PATH_MAX], link[MA_PATH_MAX];
+	snprintf(outside, sizeof outside, "%s.outside", root);
+	touch_old(outside, "precious", 0);
+	CHECK(ma_fs_mkdir(root, "/etc/kubernetes/pki", 0755, &e) == 0, "%s", e.msg);
+	ma_fs_resolve(root, "/etc/kubernetes/pki/front-proxy-client.key", link, sizeof link, &e);
+	unlink(link);
+	CHECK(symlink(outside, link) == 0, "symlink");
+	int changed = 0;
+	CHECK(ma_fs_write(root, "/etc/kubernetes/pki/front-proxy-client.key", "precious", 8, 0644, &changed, &e) == 0,
+	      "%s", e.msg);
+	CHECK(changed == 1, "a symlink with the same bytes behind it is still replaced");
+	struct stat st;
+	CHECK(lstat(link, &st) == 0 && S_ISREG(st.st_mode), "the link became a regular file");
+	CHECK(ma_fs_write(root, "/etc/kubernetes/pki/front-proxy-client.key", "KEY", 3, 0600, NULL, &e) == 0, "%s", e.msg);
+	char *data;
+	size_t len;
+	CHECK(ma_fs_read("/", outside, &data, &len, &e) == 0, "%s", e.msg);
+	CHECK(len == 8 && strcmp(data, "precious") == 0, "the link's target is untouched: %s", data);
+	free(data);
+	unlink(outside);
+	unlink(link);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "%s/moonadm-test-fs-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -90,6 +205,9 @@ int main(void)
 	RUN(test_write_modes);
 	RUN(test_errors);
 	RUN(test_mkdir_remove_copy);
+	RUN(test_lock);
+	RUN(test_clean_temps);
+	RUN(test_write_symlink);
 	ma_err e;
 	ma_fs_remove_tree(root, "/", 0, &e);
 	rmdir(root);
