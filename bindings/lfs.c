@@ -201,13 +201,14 @@ static int l_stat(lua_State *L)
 
 typedef struct {
 	int fd;
+	char root[MA_PATH_MAX], path[MA_PATH_MAX];
 } lock_handle;
 
 static int l_lock_release(lua_State *L)
 {
 	lock_handle *h = luaL_checkudata(L, 1, LOCK_MT);
 	if (h->fd >= 0) {
-		close(h->fd); /* closing the last descriptor releases the flock */
+		ma_fs_unlock(h->root, h->path, h->fd); /* the file goes, then the flock with the descriptor */
 		h->fd = -1;
 	}
 	return 0;
@@ -227,6 +228,9 @@ static int l_lock(lua_State *L)
 	lock_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
 	h->fd = -1;
 	luaL_setmetatable(L, LOCK_MT);
+	if (snprintf(h->root, sizeof h->root, "%s", root(L)) >= (int)sizeof h->root ||
+	    snprintf(h->path, sizeof h->path, "%s", path) >= (int)sizeof h->path)
+		return luaL_error(L, "fs.lock: path too long: %s", path);
 	long holder = 0;
 	ma_err e;
 	int rc = ma_fs_lock(root(L), path, &h->fd, &holder, &e);

@@ -396,6 +396,19 @@ int ma_fs_lock(const char *root, const char *path, int *fd_out, long *holder, ma
 	return ma_fail(e, "lock file %s keeps being replaced while locking it: is another program removing it?", host);
 }
 
+void ma_fs_unlock(const char *root, const char *path, int fd)
+{
+	if (fd < 0)
+		return;
+	char host[MA_PATH_MAX];
+	ma_err e;
+	struct stat st, cur;
+	if (ma_fs_resolve(root, path, host, sizeof host, &e) == 0 && fstat(fd, &st) == 0 && lstat(host, &cur) == 0 &&
+	    st.st_ino == cur.st_ino && st.st_dev == cur.st_dev)
+		(void)unlink(host); /* best effort: a file left behind is an unlocked lock file */
+	close(fd);
+}
+
 /* ".NAME.tmp-XXXXXX": the name write_host gives a temp file (mkostemp's six letters and digits). */
 static int is_temp_name(const char *name)
 {

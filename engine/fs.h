@@ -36,8 +36,13 @@ int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e);
  * symlink), takes a non-blocking flock on it and records this process's pid in it. Returns 0 with
  * *fd set (close it to release; the kernel releases it when the process dies), 1 when another
  * process holds it (*holder = the pid it recorded, 0 if unreadable), -1 on an error. The file is
- * written in place, not renamed: a lock must stay on one inode. Its directory must exist. */
+ * written in place, not renamed: a lock must stay on one inode. Its directory must exist. A
+ * crashed holder leaves the file behind, unlocked: the next ma_fs_lock takes it. */
 int ma_fs_lock(const char *root, const char *path, int *fd, long *holder, ma_err *e);
+/* Releases a lock of ma_fs_lock: removes the lock file while still holding it (only if `path` is
+ * still the locked inode), then closes fd. A contender that opened the old file sees, once it has
+ * the flock, that the path no longer names it, and tries again on a new file: no two holders. */
+void ma_fs_unlock(const char *root, const char *path, int fd);
 
 /* Removes the temp files of atomic writes (".NAME.tmp-XXXXXX", see ma_fs_write) that a killed run
  * left in `dir` and, down to `depth` levels, its subdirectories (symlinks are not followed). A temp

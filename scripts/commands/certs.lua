@@ -148,6 +148,7 @@ local function renew(spec, argv)
       table.concat(names, "|") .. "|all> [flags]")
     return 1
   end
+  common.take_root(flags, { cert_dir = E.dir }) -- it rewrites certificates and kubeconfigs: one moonadm at a time
   local lines = expiration.renew(E, expiration.targets(E, kdir(flags), args[1]))
   for _, l in ipairs(lines) do io.stdout:write(l, "\n") end
   if args[1] == "all" then
@@ -161,6 +162,7 @@ end
 -- kubeconfig a <file>.csr next to a kubeconfig holding the key (no CA, no certificate yet).
 local function generate_csr(spec, argv)
   local flags, _, ctx, E = setup(spec, argv)
+  common.take_root(flags, { cert_dir = E.dir, dry_run = ctx.dry_run }) -- it writes keys: one moonadm at a time
   local kd = kdir(flags)
   local jobs = {}
   for _, c in ipairs(certlist.for_cluster(E.cluster, { sa = false, cas = false })) do

@@ -223,6 +223,9 @@ function M.main(opts)
     ctx.args = args
     if opts.positional then opts.positional(ctx, args) end
   end
+  -- It will run: the node's trusted tree checked, the root lock taken, a killed run's temp files removed.
+  common.take_root(flags, { dry_run = ctx.dry_run, cert_dir = (cfg.cluster or {}).certificatesDir,
+    keys = opts.name ~= "reset" })
   -- join: discovery and the cluster's configuration, before any phase (and before the flow's static
   -- check, which must see the cluster's gates). It writes nothing.
   -- (`join phase preflight` alone checks only this machine: no discovery, no network.)

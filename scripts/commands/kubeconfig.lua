@@ -82,6 +82,8 @@ local function user(argv)
   if not cfg then error(err, 0) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   local ctx = context.new { command = "kubeconfig", cfg = cfg, gates = cfg.gates or {}, flags = flags, root = flags.root }
+  -- It signs with the CA it reads: the tree is checked first. It writes nothing, so it takes no lock.
+  common.take_root(flags, { cert_dir = (cfg.cluster or {}).certificatesDir, dry_run = true })
   local text = M.user_kubeconfig(ctx, { client_name = name, orgs = flags.org, token = flags.token,
     validity = math.floor(validity) })
   io.stdout:write(text, "\n") -- kubeadm: fmt.Fprintln of the serialized kubeconfig

@@ -137,11 +137,21 @@ end
 -- The binds that make a node's root appear at the canonical paths for a command run "on" it.
 -- /var/lib/moonadm is the node's journal: each node has its own, as each machine would.
 local NODE_DIRS <const> = { "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/moonadm" }
+-- Each with the mode kubeadm gives it when it makes it (kubeconfig dir 0755, kubelet and etcd data 0700),
+-- moonadm's journal dir 0700, the dirs above them 0755.
+local NODE_DIR_MODES <const> = { ["/etc/kubernetes"] = "0755", ["/var/lib/kubelet"] = "0700",
+  ["/var/lib/etcd"] = "0700", ["/var/lib/moonadm"] = "0700" }
+
+local function node_dir(root, d, mode)
+  local parent = d:match("^(.*)/[^/]*$")
+  if parent and parent ~= "" then state.ensure_dir(root .. parent, "0755") end
+  state.mkdir(root .. d, mode)
+end
 
 local function node_mounts(root)
   local m = {}
   for _, d in ipairs(NODE_DIRS) do
-    os.execute(("mkdir -p '%s%s'"):format(root, d))
+    node_dir(root, d, NODE_DIR_MODES[d])
     m[#m + 1] = { type = "bind", src = root .. d, dst = d }
   end
   -- The node knows its own name and its peers', as a real site's DNS or /etc/hosts would say.
@@ -155,12 +165,7 @@ local function write_hosts(st)
   local lines = { "127.0.0.1	localhost", "::1	localhost ip6-localhost ip6-loopback" }
   for _, n in ipairs(st.nodes) do lines[#lines + 1] = n.ip .. "	" .. n.name end
   local text = table.concat(lines, "\n") .. "\n"
-  for _, n in ipairs(st.nodes) do
-    os.execute(("mkdir -p '%s/etc'"):format(n.root))
-    local f = assert(io.open(n.root .. "/etc/hosts", "w"))
-    f:write(text)
-    f:close()
-  end
+  for _, n in ipairs(st.nodes) do state.write(n.root .. "/etc/hosts", text, "0644", "0755") end
 end
 
 local function node_env(extra)
@@ -342,9 +347,7 @@ local function init_config(st, node, user_config, gates)
     for k, v in pairs(gates) do cluster.featureGates[k] = v end
   end
   local path = st.dir .. "/" .. node.name .. "-init.yaml"
-  local f = assert(io.open(path, "w"))
-  f:write(yaml.encode_all(docs))
-  f:close()
+  state.write(path, yaml.encode_all(docs), "0600") -- the bootstrap token and the certificate key
   return path
 end
 
@@ -367,9 +370,7 @@ join_config = function(st, node, cp1)
       certificateKey = st.certificate_key }
   end
   local path = st.dir .. "/" .. node.name .. "-join.yaml"
-  local out = assert(io.open(path, "w"))
-  out:write(yaml.encode(doc))
-  out:close()
+  state.write(path, yaml.encode(doc), "0600") -- the bootstrap token (and a control plane's certificate key)
   return path
 end
 
@@ -417,7 +418,9 @@ function M.up(argv)
   end
   local ncp, nw = flags["control-planes"], flags.workers
   if ncp < 1 then error("--control-planes must be at least 1", 0) end
-  os.execute(("rm -rf '%s' && mkdir -p '%s'"):format(dir, dir))
+  os.execute(("rm -rf '%s'"):format(dir))
+  state.ensure_dir(dir:match("^(.*)/[^/]*$"), "0755")
+  state.mkdir(dir, "0700") -- lab.json and the node configs hold the join secrets; the node roots the CA keys
   -- The subnet is chosen (or the given one checked) and its bridge brought up under the machine-wide
   -- lock, with the choice recorded in lab.json first: a concurrent `lab up` sees one or the other.
   local release = net.lock()
@@ -466,7 +469,9 @@ function M.up(argv)
   local okup, uerr = pcall(function()
     for _, n in ipairs(st.nodes) do
       net.node_up(n.name, n.ip, subnet, name)
-      os.execute(("mkdir -p '%s/var/log' '%s/etc/kubernetes/manifests'"):format(n.root, n.root))
+      state.mkdir(n.root, "0755") -- a node's root is its "/"
+      node_dir(n.root, "/var/log", "0755")
+      node_dir(n.root, "/etc/kubernetes/manifests", "0700") -- kubeadm's mode for the static Pod dir
       local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
         "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
         log = n.root .. "/var/log/moonadm-kubelet.log", new_session = true }
@@ -493,13 +498,9 @@ function M.up(argv)
       st.external = { endpoints = endpoints }
       -- the first control plane holds the client files where kubeadm's docs put them
       local pkidir = st.nodes[1].root .. "/etc/kubernetes/pki"
-      os.execute(("mkdir -p '%s/etcd'"):format(pkidir))
       for file, text in pairs { ["etcd/ca.crt"] = client.ca, ["apiserver-etcd-client.crt"] = client.crt,
         ["apiserver-etcd-client.key"] = client.key } do
-        local f = assert(io.open(pkidir .. "/" .. file, "w"))
-        f:write(text)
-        f:close()
-        os.execute(("chmod %s '%s/%s'"):format(file:match("%.key$") and "0600" or "0644", pkidir, file))
+        state.write(pkidir .. "/" .. file, text, file:match("%.key$") and "0600" or "0644", "0755")
       end
       state.save(dir, st)
     end
@@ -543,7 +544,8 @@ function M.up(argv)
       if c == 0 and out:match("^ok") then return true end
       return false, (out or ""):gsub("%s+$", ""):sub(-300)
     end, ("The kube-apiserver of %s is ready"):format(cp1.name))
-    os.execute(("cp '%s/etc/kubernetes/admin.conf' '%s/admin.conf' && cp '%s' '%s/super-admin.conf'"):format(cp1.root, dir, conf, dir))
+    state.copy(cp1.root .. "/etc/kubernetes/admin.conf", dir .. "/admin.conf", "0600")
+    state.copy(conf, dir .. "/super-admin.conf", "0600")
     for i = 2, #st.nodes do
       local n = st.nodes[i]
       if n.role == "spare" then goto continue end

@@ -5,16 +5,12 @@
 local pki = require "moonadm.pki"
 local proc = require "moonadm.proc"
 local net = require "lab.net"
+local state = require "lab.state"
 
 local M = {}
 
-local function write(path, text, mode)
-  os.execute(("mkdir -p '%s'"):format(path:match("^(.*)/")))
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-  os.execute(("chmod %s '%s'"):format(mode, path))
-end
+-- Atomic, created at its final mode (a key is never readable by others, not even for a moment).
+local function write(path, text, mode) state.write(path, text, mode, "0755") end
 
 local function sign(ca, cakey, spec)
   local key = assert(pki.generate_key("ECDSA-P256"))

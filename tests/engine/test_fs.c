@@ -102,9 +102,16 @@ static void test_lock(void)
 	/* a second open file description conflicts, even in this process */
 	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd2, &holder, &e) == 1, "second lock must be refused");
 	CHECK(fd2 == -1 && holder == (long)getpid(), "holder %ld, want %ld", holder, (long)getpid());
-	close(fd);
+	close(fd); /* a crashed holder: the file stays, unlocked */
 	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd2, &holder, &e) == 0, "free after close: %s", e.msg);
-	close(fd2);
+	/* a contender that opened the file before the holder released it must not win on the removed inode */
+	int old = open(host, O_RDWR);
+	ma_fs_unlock(root, "/var/lib/moonadm/lock", fd2);
+	CHECK(access(host, F_OK) != 0, "the lock file goes on release");
+	CHECK(old >= 0 && flock(old, LOCK_EX | LOCK_NB) == 0, "the old inode is free");
+	CHECK(ma_fs_lock(root, "/var/lib/moonadm/lock", &fd, &holder, &e) == 0, "a new lock file: %s", e.msg);
+	close(old);
+	ma_fs_unlock(root, "/var/lib/moonadm/lock", fd);
 	/* never through a symlink */
 	unlink(host);
 	CHECK(symlink("/etc/passwd", host) == 0, "symlink");
