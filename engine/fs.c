@@ -365,15 +365,23 @@ int ma_fs_lock(const char *root, const char *path, int *fd_out, long *holder, ma
 			int err = errno;
 			if (err != EWOULDBLOCK && err != EAGAIN)
 				return lock_fail(fd, err, e, "flock", host);
-			char buf[32];
-			ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-			close(fd);
-			if (holder && n > 0) {
-				buf[n] = '\0';
-				char *end;
-				long pid = strtol(buf, &end, 10);
-				*holder = (pid > 0 && (*end == '\n' || *end == '\0')) ? pid : 0;
+			/* The holder writes its pid right after its flock: give it up to 100 ms to do so. */
+			for (int tries = 0; holder && tries < 50; tries++) {
+				char buf[32];
+				ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+				if (n > 0) {
+					buf[n] = '\0';
+					char *end;
+					long pid = strtol(buf, &end, 10);
+					if (pid > 0 && *end == '\n') {
+						*holder = pid;
+						break;
+					}
+				}
+				struct timespec ts = {0, 2 * 1000 * 1000};
+				nanosleep(&ts, NULL);
 			}
+			close(fd);
 			return 1;
 		}
 		if (stat(host, &cur) != 0 || cur.st_ino != st.st_ino || cur.st_dev != st.st_dev) {

@@ -34,18 +34,20 @@ end
 
 -- The one owner/mode rule (site scripts and the node's trusted tree): nil, or what is wrong and the
 -- command that fixes it. opts.private: a private key, which only its owner may read.
+-- (opts.fix_path: the path the fix names, when path is a label such as "X (a symlink; its target)".)
 local function problem(path, st, users, opts)
+  local fp = opts and opts.fix_path or path
   if st.mode & 0x12 ~= 0 then
     return ("%s is writable by %s (mode %04o)"):format(path,
-      st.mode & 0x2 ~= 0 and "others" or "its group", st.mode), ("chmod go-w %s"):format(path)
+      st.mode & 0x2 ~= 0 and "others" or "its group", st.mode), ("chmod go-w %s"):format(fp)
   end
   if not users[st.uid] then
     return ("%s is owned by uid %d, neither root nor the invoking user"):format(path, st.uid),
-      ("chown root %s, if its content is yours; else remove it"):format(path)
+      ("chown root %s, if its content is yours; else remove it"):format(fp)
   end
   if opts and opts.private and st.mode & 0x24 ~= 0 then
     return ("%s is a private key readable by %s (mode %04o)"):format(path,
-      st.mode & 0x4 ~= 0 and "others" or "its group", st.mode), ("chmod 0600 %s"):format(path)
+      st.mode & 0x4 ~= 0 and "others" or "its group", st.mode), ("chmod 0600 %s"):format(fp)
   end
 end
 M.problem = problem
@@ -147,6 +149,8 @@ local function node_check(p, users, opts, out)
   local lst = fs.stat(p)
   if not lst then return end
   local host = fs.path(p)
+  if #host > 1 then host = host:gsub("/$", "") end -- the root itself: "/tmp/r", not "/tmp/r/"
+  local fix_path = host
   local st = lst
   if lst.type == "link" then
     if not users[lst.uid] then
@@ -160,7 +164,7 @@ local function node_check(p, users, opts, out)
   end
   -- a root-owned sticky dir (/tmp) is fine: others cannot replace or rename the entries they do not own
   if st.type == "directory" and st.uid == 0 and st.mode & 0x200 ~= 0 then return st end
-  local why, fix = problem(host, st, users, opts)
+  local why, fix = problem(host, st, users, { private = opts and opts.private, fix_path = fix_path })
   if why then out[#out + 1] = { why, fix } end
   return st
 end
