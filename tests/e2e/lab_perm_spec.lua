@@ -1,7 +1,8 @@
 -- Issue 18.5: the lab's files hand out no secret. lab.json and the node configs hold the bootstrap token
 -- and the certificate key (with both, anyone can fetch the kubeadm-certs Secret and decrypt the cluster
 -- CA key): each is 0600 in a lab dir that is 0700, and user nobody can read none of it. The node root's
--- files have kubeadm's modes. An own 1-node lab (e2eperm, 10.252.40), taken down in teardown().
+-- files have kubeadm's modes, on the control plane and on a joined worker. An own lab (e2eperm,
+-- 10.252.40: cp1 and w1), taken down in teardown().
 local h = require "helpers"
 
 local LAB = { name = "e2eperm", subnet = "10.252.40" }
@@ -21,7 +22,7 @@ describe("the lab's files (e2eperm)", function()
   local dir = h.top .. "/.lab/" .. LAB.name
 
   setup(function()
-    local code, out, err = h.moonadm { "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet }
+    local code, out, err = h.moonadm { "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet, "--workers", "1" }
     assert(code == 0, ("lab %s did not come up (exit %d):\n%s\n%s"):format(LAB.name, code, out, err))
   end)
   teardown(function() h.moonadm { "lab", "down", "--name", LAB.name } end)
@@ -33,7 +34,7 @@ describe("the lab's files (e2eperm)", function()
     local key = lab:match('"certificate_key":"(%x+)"')
     assert.truthy(token and key, "lab.json records the token and the certificate key")
     assert.matches(key, h.read(dir .. "/cp1-init.yaml"), 1, true)
-    for _, f in ipairs { "lab.json", "cp1-init.yaml", "admin.conf", "super-admin.conf" } do
+    for _, f in ipairs { "lab.json", "cp1-init.yaml", "w1-join.yaml", "admin.conf", "super-admin.conf" } do
       assert.equal("600", mode(dir .. "/" .. f), f)
     end
     -- every file directly in the lab dir that holds a secret is 0600
@@ -51,8 +52,8 @@ describe("the lab's files (e2eperm)", function()
   it("user nobody can read none of it", function()
     assert.is_true(as_nobody("test -x " .. h.q(h.top .. "/.lab")), "nobody reaches .lab (else this proves nothing)")
     assert.is_false(as_nobody("ls " .. h.q(dir)))
-    for _, f in ipairs { "lab.json", "cp1-init.yaml", "super-admin.conf", "cp1/etc/kubernetes/pki/ca.key",
-      "cp1/etc/kubernetes/admin.conf" } do
+    for _, f in ipairs { "lab.json", "cp1-init.yaml", "w1-join.yaml", "super-admin.conf", "cp1/etc/kubernetes/pki/ca.key",
+      "cp1/etc/kubernetes/admin.conf", "w1/etc/kubernetes/kubelet.conf" } do
       assert.is_false(as_nobody("cat " .. h.q(dir .. "/" .. f)), f)
     end
   end)
@@ -76,5 +77,11 @@ describe("the lab's files (e2eperm)", function()
     p:close()
     -- the root lock of init went with it
     assert.is_nil(mode(r .. "/etc/kubernetes/.moonadm.lock"))
+    local w = dir .. "/w1"
+    for path, m in pairs { ["etc/kubernetes/kubelet.conf"] = "600", ["etc/kubernetes/pki/ca.crt"] = "644",
+      ["var/lib/kubelet"] = "700", ["etc/kubernetes/manifests"] = "700" } do
+      assert.equal(m, mode(w .. "/" .. path), "w1 " .. path)
+    end
+    assert.is_nil(mode(w .. "/etc/kubernetes/.moonadm.lock"))
   end)
 end)
