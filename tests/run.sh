@@ -78,10 +78,19 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
     echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
   else
     bin=${MOONADM_BIN:-$top/bin/moonadm}
-    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu e2eup e2eup2 e2eperm; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
+    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu e2eup e2eup2 e2eperm dev14c e2ekl sw1 sw2 sw3 sw4 sw5; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
     trap 'labs_down; rm -rf "$out"' EXIT
     trap 'exit 130' INT TERM
     export MOONADM_E2E_RUN=$$-$(date +%s)
+    # The crash points and kill moments crash_spec.lua and kill_spec.lua sample: seeded by the commit
+    # (its first 8 hex digits), so this run tries what CI tries for this commit; MOONADM_CRASH_SEED=N
+    # (printed here) reproduces a sample, e.g. another commit's.
+    if [ -z "${MOONADM_CRASH_SEED:-}" ] && head=$(git -C "$top" rev-parse HEAD 2>/dev/null); then
+      export MOONADM_CRASH_SEED=$((16#${head:0:8}))
+      echo "e2e: crash sample seed $MOONADM_CRASH_SEED (commit ${head:0:12}); MOONADM_CRASH_SEED=$MOONADM_CRASH_SEED make test reproduces it"
+    elif [ -n "${MOONADM_CRASH_SEED:-}" ]; then
+      echo "e2e: crash sample seed $MOONADM_CRASH_SEED (from MOONADM_CRASH_SEED)"
+    fi
     exclude=()
     [ -n "${MOONADM_LONG:-}" ] || exclude=(--exclude-pattern='^long_')  # long_*_spec.lua only with make test-long
     tests/busted.sh --output=utfTerminal --pattern=_spec "${exclude[@]}" tests/e2e > "$out/e.log" 2>&1; rc=$?

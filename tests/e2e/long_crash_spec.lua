@@ -1,58 +1,85 @@
--- Crash anywhere, converge with --resume: every mutation of init (one-node cluster) and of a
--- control-plane join, one crash point after another (make test-long; CI runs a sample of them in
--- crash_spec.lua). Prints the number of crash points tried in each.
-
-local h = require "helpers"
+-- The whole crash sweep (make test-long): every mutation point of init, worker join, control-plane
+-- join in both KEP-4471 orders, upgrade apply and reset, each killed there and run again (--resume;
+-- reset: again), and the node must converge (crash_common.lua says what that means); then 53 kills
+-- at random moments (init 35, control-plane join in the old order 10, worker join 8; seeded from the
+-- commit, printed). Five labs in parallel, one worker process each (crash_common.lua run as a
+-- script), sharing the work through claims (the first worker to claim a point tries it):
+--   sw1, sw4, sw5 (1 control plane, stopped, + s1): init, upgrade apply on s1's one-node cluster,
+--       kills of init
+--   sw2 (2 control planes behind the LB + s1): control-plane join (new order), reset of it, worker join
+--   sw3 (the same, ControlPlaneKubeletLocalMode=false): control-plane join (old order), then kills
+--       of it and of a worker join
+-- Prints each point as it converges or not, then per flow: points, converged, failed, time.
+-- MOONADM_SWEEP_FLOWS=init,reset limits it to those flows; MOONADM_SWEEP_LOGDIR keeps the logs.
 local crash = require "crash_common"
 
-local SEED = 0
-local SAMPLE = nil -- every crash point
+local ONE = { { flow = "init" }, { flow = "upgrade" }, { flow = "init", kills = 35, seed = 1 } }
+local GROUPS = {
+  { lab = "sw1", kind = "one", jobs = ONE },
+  { lab = "sw2", kind = "ha", jobs = { { flow = "join" }, { flow = "reset" }, { flow = "worker" } } },
+  { lab = "sw3", kind = "old", jobs = { { flow = "join_old" }, { flow = "worker", kills = 8, seed = 4 },
+    { flow = "join_old", kills = 10, seed = 3 } } },
+  { lab = "sw4", kind = "one", jobs = ONE },
+  { lab = "sw5", kind = "one", jobs = ONE },
+}
 
-describe("crash anywhere and --resume (own lab dev14c, every mutation)", function()
-  local st
-  setup(function()
+local function only(groups)
+  local want = os.getenv("MOONADM_SWEEP_FLOWS")
+  if not want or want == "" then return groups end
+  local set = {}
+  for f in want:gmatch("[^,%s]+") do set[f] = true end
+  local out = {}
+  for _, g in ipairs(groups) do
+    local jobs = {}
+    for _, j in ipairs(g.jobs) do if set[j.flow] then jobs[#jobs + 1] = j end end
+    if #jobs > 0 then out[#out + 1] = { lab = g.lab, kind = g.kind, jobs = jobs } end
+  end
+  return out
+end
+
+describe("the whole crash sweep: every mutation point of every flow, --resume converges", function()
+  it("converges at every point (init, worker join, control-plane join in both orders, upgrade apply, reset) and after kills at random moments", function()
     assert(crash.have_hooks(), "bin/moonadm-hooks is missing: make test-hooks")
-    st = crash.up()
-  end)
-  teardown(function() crash.down() end)
-
-  it("init on a one-node cluster: killed after a sampled mutation, --resume converges", function()
-    local s1 = crash.node(st, "s1")
-    local cfg = crash.init_config(st)
-    argv = { "init", "--config", cfg, "--upload-certs" }
-    crash.clean(st)
-    local code, counts, out = crash.count(st, argv, { "-v", "10" })
-    assert.equal(0, code, out)
-    -- the clean run at -v 10: no secret in its output or in the kubelet stand-in's log
-    local leaks = crash.secret_leaks({ init = out, ["s1 kubelet log"] = h.read(s1.root .. "/var/log/moonadm-kubelet.log") or "" },
-      s1.root, "crash1.0123456789crash1", st.certificate_key)
-    assert.same({}, leaks)
-    print(("[long_crash_spec] init: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
-    local kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
-    local want_tokens = crash.tokens(st, kubeconfig)
-    local failures = crash.sweep("long_crash_spec", "init", st, argv, crash.points(counts, SAMPLE, SEED, "init"), function()
-      return crash.check(st, s1.root, kubeconfig, 1, want_tokens)
-    end)
-    assert.equal(0, #failures, table.concat(failures, "\n\n"))
-  end)
-
-  it("control-plane join: killed after a sampled mutation, --resume converges with exactly 3 members", function()
-    local cp1 = st.nodes[1]
-    local cfg = crash.join_config(st)
-    local argv = { "join", "--config", cfg }
-    crash.clean(st)
-    local code, counts, out = crash.count(st, argv, { "-v", "10" })
-    assert.equal(0, code, out)
-    local s1 = crash.node(st, "s1")
-    local leaks = crash.secret_leaks({ join = out, ["s1 kubelet log"] = h.read(s1.root .. "/var/log/moonadm-kubelet.log") or "",
-      ["cp1 kubelet log"] = h.read(cp1.root .. "/var/log/moonadm-kubelet.log") or "" }, s1.root, st.token, st.certificate_key)
-    assert.same({}, leaks)
-    print(("[long_crash_spec] join: %d file writes, %d API mutations, %d etcd member changes"):format(counts.write, counts.api, counts.etcd))
-    local kubeconfig = cp1.root .. "/etc/kubernetes/admin.conf"
-    local failures = crash.sweep("long_crash_spec", "join", st, argv, crash.points(counts, nil, SEED + 1, "join"), function()
-      return crash.check(st, crash.node(st, "s1").root, kubeconfig, 3, nil)
-    end)
-    crash.clean(st)
+    -- the kill moments: seeded from the commit (crash.seed) plus each job's offset, printed
+    local seed, from = crash.seed()
+    print(("\n[long_crash_spec] seed %d (%s); MOONADM_CRASH_SEED=%d replays these kill moments"):format(seed, from, seed))
+    local groups = only(GROUPS)
+    for _, g in ipairs(groups) do
+      local jobs = {}
+      for _, j in ipairs(g.jobs) do
+        jobs[#jobs + 1] = { flow = j.flow, kills = j.kills, seed = j.kills and seed + j.seed or nil }
+      end
+      g.jobs = jobs
+    end
+    local results, secs = crash.parallel("long_crash_spec", groups)
+    -- one line per flow (its points or its kills), summed over the workers that shared it
+    local rows, order = {}, {}
+    for _, r in ipairs(results) do
+      local key = r.flow .. (r.what == "kills" and " kills" or "")
+      local row = rows[key]
+      if not row then
+        row = { key = key, tried = 0, failed = 0, ended = 0, secs = 0, labs = {}, failures = {} }
+        rows[key] = row
+        order[#order + 1] = key
+      end
+      row.tried, row.failed = row.tried + (r.tried or 0), row.failed + (r.failed or 0)
+      row.ended = row.ended + (r.ended or 0)
+      row.secs = math.max(row.secs, r.secs or 0)
+      row.counts = row.counts or r.counts
+      row.labs[#row.labs + 1] = r.lab
+      for _, f in ipairs(r.failures or {}) do row.failures[#row.failures + 1] = f end
+    end
+    local failures, total, bad = {}, 0, 0
+    print("\n[long_crash_spec] flow                tried  converged  failed  time (longest worker)")
+    for _, key in ipairs(order) do
+      local r = rows[key]
+      print(("[long_crash_spec] %-18s %6d %10d %7d %6.1fm  (labs %s; %s)"):format(key, r.tried, r.tried - r.failed, r.failed,
+        r.secs / 60, table.concat(r.labs, ","), r.counts and ("%d writes, %d API, %d etcd"):format(r.counts.write, r.counts.api,
+        r.counts.etcd) or "-"))
+      total, bad = total + r.tried, bad + r.failed
+      for _, f in ipairs(r.failures) do failures[#failures + 1] = f end
+    end
+    print(("[long_crash_spec] all: %d tried, %d converged, %d failed; wall time %.1f min"):format(total, total - bad, bad, secs / 60))
     assert.equal(0, #failures, table.concat(failures, "\n\n"))
   end)
 end)
