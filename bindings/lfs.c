@@ -88,6 +88,22 @@ static int l_read(lua_State *L)
 	return 1;
 }
 
+/* fs.read_regular(host_path, max) -> data | nil, err: the user's own files, under no root */
+static int l_read_regular(lua_State *L)
+{
+	char *data;
+	size_t len;
+	ma_err e;
+	const char *path = luaL_checkstring(L, 1);
+	lua_Integer max = luaL_checkinteger(L, 2);
+	luaL_argcheck(L, max >= 0, 2, "the size limit must not be negative");
+	if (ma_fs_read_regular(path, (size_t)max, &data, &len, &e))
+		return ma_push_err(L, &e);
+	lua_pushlstring(L, data, len);
+	free(data);
+	return 1;
+}
+
 static int l_exists(lua_State *L)
 {
 	ma_err e;
@@ -280,7 +296,8 @@ int luaopen_moonadm_fs(lua_State *L)
 {
 	lock_metatable(L);
 	static const luaL_Reg fns[] = {{"set_root", l_set_root}, {"root", l_root},     {"path", l_path},
-				       {"write", l_write},       {"read", l_read},     {"exists", l_exists},
+				       {"write", l_write},       {"read", l_read},     {"read_regular", l_read_regular},
+				       {"exists", l_exists},
 				       {"mkdir", l_mkdir},       {"remove", l_remove}, {"remove_tree", l_remove_tree},
 				       {"copy", l_copy},         {"list", l_list},     {"stat", l_stat},
 				       {"lock", l_lock},         {"clean_temps", l_clean_temps},

@@ -126,6 +126,7 @@ static int l_decode(lua_State *L)
 		push_node(L, b->root->kids[i]);
 		lua_seti(L, -2, (lua_Integer)i + 1);
 	}
+	record_pos(L, -1, b->root); /* yaml.pos(list): the line of each document */
 	ma_ynode_free(b->root);
 	b->root = NULL;
 	return 1;
@@ -330,5 +331,16 @@ int luaopen_moonadm_yaml(lua_State *L)
 	lua_setfield(L, -2, "null");
 	luaL_getmetatable(L, ARRAY_MT);
 	lua_setfield(L, -2, "array_mt");
+	ma_yaml_limits lim = ma_yaml_default_limits(); /* what decode refuses beyond */
+	lua_createtable(L, 0, 4);
+	lua_pushinteger(L, (lua_Integer)lim.max_bytes);
+	lua_setfield(L, -2, "max_bytes");
+	lua_pushinteger(L, (lua_Integer)lim.max_nodes);
+	lua_setfield(L, -2, "max_nodes");
+	lua_pushinteger(L, (lua_Integer)lim.max_depth);
+	lua_setfield(L, -2, "max_depth");
+	lua_pushinteger(L, (lua_Integer)lim.max_keys);
+	lua_setfield(L, -2, "max_keys");
+	lua_setfield(L, -2, "limits");
 	return 1;
 }

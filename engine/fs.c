@@ -195,11 +195,9 @@ int ma_fs_write(const char *root, const char *path, const void *data, size_t len
 	return write_host(host, data, len, mode, e);
 }
 
-static int read_host(const char *host, char **data, size_t *len, ma_err *e)
+/* Reads fd to its end, at most max bytes (more is an error naming host). Closes fd. */
+static int read_fd(int fd, const char *host, size_t max, char **data, size_t *len, ma_err *e)
 {
-	int fd = open(host, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ma_fail_errno(e, errno, "open %s", host);
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
 	if (!buf) {
@@ -216,7 +214,10 @@ static int read_host(const char *host, char **data, size_t *len, ma_err *e)
 			}
 			buf = nb;
 		}
-		ssize_t r = read(fd, buf + n, cap - n - 1);
+		size_t want = cap - n - 1;
+		if (want > max - n + 1) /* one byte past max tells a bigger file */
+			want = max - n + 1;
+		ssize_t r = read(fd, buf + n, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -228,6 +229,14 @@ static int read_host(const char *host, char **data, size_t *len, ma_err *e)
 		if (r == 0)
 			break;
 		n += (size_t)r;
+		if (n > max) {
+			free(buf);
+			close(fd);
+			ma_fail(e, "%s is larger than the %zu bytes allowed", host, max);
+			if (e)
+				e->code = EFBIG;
+			return -1;
+		}
 	}
 	close(fd);
 	buf[n] = '\0';
@@ -235,6 +244,60 @@ static int read_host(const char *host, char **data, size_t *len, ma_err *e)
 	if (len)
 		*len = n;
 	return 0;
+}
+
+static int read_host(const char *host, char **data, size_t *len, ma_err *e)
+{
+	int fd = open(host, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ma_fail_errno(e, errno, "open %s", host);
+	return read_fd(fd, host, (size_t)-1 - 1, data, len, e);
+}
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+	     : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+static int not_regular(const char *path, mode_t m, ma_err *e)
+{
+	ma_fail(e, "%s is %s, not a regular file", path, file_kind(m));
+	if (e)
+		e->code = S_ISDIR(m) ? EISDIR : EINVAL;
+	return -1;
+}
+
+int ma_fs_read_regular(const char *path, size_t max, char **data, size_t *len, ma_err *e)
+{
+	struct stat st;
+	if (!path || !*path)
+		return ma_fail(e, "empty path");
+	/* stat before open: a device or FIFO is never opened (opening some has effects, a FIFO blocks) */
+	if (stat(path, &st) != 0)
+		return ma_fail_errno(e, errno, "open %s", path);
+	if (!S_ISREG(st.st_mode))
+		return not_regular(path, st.st_mode, e);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return ma_fail_errno(e, errno, "open %s", path);
+	if (fstat(fd, &st) != 0) {
+		int err = errno;
+		close(fd);
+		return ma_fail_errno(e, err, "stat %s", path);
+	}
+	if (!S_ISREG(st.st_mode)) { /* replaced between the stat and the open */
+		close(fd);
+		return not_regular(path, st.st_mode, e);
+	}
+	if ((unsigned long long)st.st_size > (unsigned long long)max) {
+		close(fd);
+		ma_fail(e, "%s is %lld bytes, larger than the %zu bytes allowed", path, (long long)st.st_size, max);
+		if (e)
+			e->code = EFBIG;
+		return -1;
+	}
+	return read_fd(fd, path, max, data, len, e);
 }
 
 int ma_fs_read(const char *root, const char *path, char **data, size_t *len, ma_err *e)

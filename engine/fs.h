@@ -21,6 +21,11 @@ int ma_fs_write(const char *root, const char *path, const void *data, size_t len
 		int *changed, ma_err *e);
 /* Reads a whole file into a malloc'd NUL-terminated buffer. */
 int ma_fs_read(const char *root, const char *path, char **data, size_t *len, ma_err *e);
+/* Reads a host path as given (relative to the working directory, under no root): the user's own
+ * files (--config, --patches). Only a regular file (symlinks followed) of at most max bytes: a
+ * directory, device, FIFO or socket is refused before it is opened (e->code EISDIR or EINVAL,
+ * "PATH is a directory, not a regular file"), a bigger file without reading past max (EFBIG). */
+int ma_fs_read_regular(const char *path, size_t max, char **data, size_t *len, ma_err *e);
 /* mkdir -p; directories it creates get `mode`. */
 int ma_fs_mkdir(const char *root, const char *path, mode_t mode, ma_err *e);
 /* 1 if it exists, 0 if not, -1 on another error. */

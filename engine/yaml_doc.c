@@ -3,9 +3,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <yaml.h>
 
 ma_ynode *ma_ynode_new(enum ma_ytype type)
@@ -187,83 +190,430 @@ static void resolve_plain(ma_ynode *n, const char *s, size_t len)
 
 /* ---- parsing ---- */
 
+ma_yaml_limits ma_yaml_default_limits(void)
+{
+	ma_yaml_limits l = {MA_YAML_MAX_BYTES, MA_YAML_MAX_NODES, MA_YAML_MAX_DEPTH, MA_YAML_MAX_KEYS};
+	return l;
+}
+
+/* SipHash-1-3 under a random key drawn per parse: the hash sets below cannot be flooded with
+ * keys crafted to collide (which would make the duplicate-key check quadratic again). */
+static uint64_t rotl64(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND                                                                         \
+	do {                                                                             \
+		v0 += v1, v1 = rotl64(v1, 13), v1 ^= v0, v0 = rotl64(v0, 32);            \
+		v2 += v3, v3 = rotl64(v3, 16), v3 ^= v2;                                 \
+		v0 += v3, v3 = rotl64(v3, 21), v3 ^= v0;                                 \
+		v2 += v1, v1 = rotl64(v1, 17), v1 ^= v2, v2 = rotl64(v2, 32);            \
+	} while (0)
+
+static uint64_t siphash13(const void *data, size_t len, const uint64_t k[2])
+{
+	const unsigned char *in = data;
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0], v1 = 0x646f72616e646f6dULL ^ k[1];
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0], v3 = 0x7465646279746573ULL ^ k[1];
+	uint64_t b = (uint64_t)len << 56, m;
+	size_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&m, in + i, 8); /* little-endian hosts; on others the hash differs, still keyed */
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t j = 0; i + j < len; j++)
+		b |= (uint64_t)in[i + j] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* An open-addressing set of indices (1 + index; 0 is empty) with 32 bits of each entry's hash.
+ * Used for the string keys of one mapping and for the anchors of a stream. */
+struct hslot {
+	uint32_t idx, h;
+};
+
+struct hset {
+	struct hslot *slot;
+	size_t cap, used; /* cap: 0 or a power of two, at least twice used */
+};
+
+static int hset_grow(struct hset *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 64;
+	struct hslot *n = calloc(cap, sizeof *n);
+	if (!n)
+		return -1;
+	for (size_t i = 0; i < s->cap; i++) {
+		if (!s->slot[i].idx)
+			continue;
+		size_t j = s->slot[i].h & (cap - 1);
+		while (n[j].idx)
+			j = (j + 1) & (cap - 1);
+		n[j] = s->slot[i];
+	}
+	free(s->slot);
+	s->slot = n;
+	s->cap = cap;
+	return 0;
+}
+
 struct anchor {
 	char *name;
 	ma_ynode *node; /* borrowed: owned by the tree */
 };
 
+struct frame {
+	ma_ynode *node;
+	struct hset keys; /* MA_Y_MAP with KEYSET_MIN or more keys: its string keys */
+};
+
+/* Below this many keys a mapping's keys are compared one by one (most mappings are small). */
+#define KEYSET_MIN 16
+
 struct parser {
 	const char *name;
 	ma_err *e;
-	ma_ynode *stack[512];
-	int depth;
+	ma_yaml_limits lim;
+	ma_yaml_stats st;
+	struct frame *stack; /* lim.max_depth + 1 frames; stack[0] holds the stream */
+	size_t depth;
 	struct anchor *anchors;
 	size_t nanchors, capanchors;
+	struct hset anchorset;
+	uint64_t key[2];
+	int keyed;
 };
+
+static uint32_t hash_bytes(struct parser *p, const void *s, size_t len)
+{
+	if (!p->keyed) {
+		if (getentropy(p->key, sizeof p->key) != 0) { /* no entropy: still varies per run */
+			p->key[0] = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+			p->key[1] = (uint64_t)(uintptr_t)p ^ (uint64_t)clock();
+		}
+		p->keyed = 1;
+	}
+	return (uint32_t)siphash13(s, len, p->key);
+}
+
+static int oom(struct parser *p)
+{
+	return ma_fail(p->e, "%s: out of memory decoding YAML", p->name);
+}
 
 static int remember_anchor(struct parser *p, const unsigned char *anchor, ma_ynode *n)
 {
 	if (!anchor)
 		return 0;
+	const char *name = (const char *)anchor;
+	uint32_t h = hash_bytes(p, name, strlen(name));
+	if ((p->anchorset.used + 1) * 2 > p->anchorset.cap && hset_grow(&p->anchorset))
+		return oom(p);
+	size_t mask = p->anchorset.cap - 1, j = h & mask;
+	for (; p->anchorset.slot[j].idx; j = (j + 1) & mask) {
+		struct anchor *a = &p->anchors[p->anchorset.slot[j].idx - 1];
+		if (p->anchorset.slot[j].h == h && !strcmp(a->name, name)) {
+			a->node = n; /* an anchor defined again: the alias after it means the new node */
+			return 0;
+		}
+	}
 	if (p->nanchors == p->capanchors) {
 		size_t cap = p->capanchors ? p->capanchors * 2 : 8;
 		struct anchor *a = realloc(p->anchors, cap * sizeof *a);
 		if (!a)
-			return ma_fail(p->e, "%s: out of memory", p->name);
+			return oom(p);
 		p->anchors = a;
 		p->capanchors = cap;
 	}
-	p->anchors[p->nanchors].name = strdup((const char *)anchor);
+	char *copy = strdup(name);
+	if (!copy)
+		return oom(p);
+	p->anchors[p->nanchors].name = copy;
 	p->anchors[p->nanchors++].node = n;
+	p->anchorset.slot[j].idx = (uint32_t)p->nanchors;
+	p->anchorset.slot[j].h = h;
+	p->anchorset.used++;
+	return 0;
+}
+
+static ma_ynode *find_anchor(struct parser *p, const char *name)
+{
+	if (!p->anchorset.cap)
+		return NULL;
+	uint32_t h = hash_bytes(p, name, strlen(name));
+	size_t mask = p->anchorset.cap - 1;
+	for (size_t j = h & mask; p->anchorset.slot[j].idx; j = (j + 1) & mask) {
+		struct anchor *a = &p->anchors[p->anchorset.slot[j].idx - 1];
+		if (p->anchorset.slot[j].h == h && !strcmp(a->name, name))
+			return a->node;
+	}
+	return NULL;
+}
+
+/* Go yaml.v2's allowedAliasRatio: the share of nodes that may come from aliases. */
+static double allowed_alias_ratio(size_t nodes)
+{
+	if (nodes <= 400000)
+		return 0.99;
+	if (nodes >= 4000000)
+		return 0.10;
+	return 0.99 - 0.89 * ((double)(nodes - 400000) / (double)(4000000 - 400000));
+}
+
+/* Counts `made` new nodes, `aliased` of them copied by an alias, against the budgets (before they
+ * are made: the stats count only what was). */
+static int count_nodes(struct parser *p, size_t made, size_t aliased, int line, int col)
+{
+	size_t nodes = p->st.nodes + made, alias = p->st.alias_nodes + aliased;
+	if (alias > 100 && nodes > 1000 && (double)alias / (double)nodes > allowed_alias_ratio(nodes))
+		return ma_fail(p->e,
+			       "%s:%d:%d: document contains excessive aliasing: %zu of its %zu nodes would be copies made "
+			       "by aliases (kubeadm refuses it the same way); write the values out instead of "
+			       "repeating anchors of anchors",
+			       p->name, line, col, alias, nodes);
+	if (nodes > p->lim.max_nodes)
+		return ma_fail(p->e,
+			       "%s:%d:%d: more than %zu YAML nodes (aliases expanded): moonadm decodes at most %zu "
+			       "nodes per stream; split the input or use fewer aliases",
+			       p->name, line, col, p->lim.max_nodes, p->lim.max_nodes);
+	p->st.nodes = nodes, p->st.alias_nodes = alias;
+	return 0;
+}
+
+/* The nodes under n (n included), counting no further than cap, and its nesting height (a
+ * scalar: 0; a mapping or sequence of scalars: 1). */
+static size_t measure(const ma_ynode *n, size_t *count, size_t cap)
+{
+	size_t h = 0;
+	if (++*count > cap)
+		return 0;
+	for (size_t i = 0; i < n->n && *count <= cap; i++) {
+		size_t k = measure(n->kids[i], count, cap);
+		if (k > h)
+			h = k;
+	}
+	return n->type == MA_Y_MAP || n->type == MA_Y_SEQ ? h + 1 : 0;
+}
+
+static int key_equal(const ma_ynode *a, const ma_ynode *b)
+{
+	return a->slen == b->slen && memcmp(a->s, b->s, a->slen) == 0;
+}
+
+static int duplicate(struct parser *p, const ma_ynode *n, const ma_ynode *first)
+{
+	return ma_fail(p->e, "%s:%d:%d: duplicate key \"%s\" (first at line %d)", p->name, n->line, n->col, n->s,
+		       first->line);
+}
+
+/* Checks a new key n of the mapping in frame f: the keys budget, then duplicates (string keys),
+ * in time linear in the mapping's size. */
+static int check_key(struct parser *p, struct frame *f, const ma_ynode *n)
+{
+	ma_ynode *top = f->node;
+	size_t nkeys = top->n / 2;
+	if (nkeys >= p->lim.max_keys)
+		return ma_fail(p->e,
+			       "%s:%d:%d: the mapping that starts at line %d has more than %zu keys: moonadm decodes at "
+			       "most %zu keys per mapping; split the data",
+			       p->name, n->line, n->col, top->line, p->lim.max_keys, p->lim.max_keys);
+	if (n->type != MA_Y_STR)
+		return 0;
+	if (nkeys + 1 < KEYSET_MIN) {
+		for (size_t i = 0; i < top->n; i += 2) {
+			const ma_ynode *k = top->kids[i];
+			if (k->type != MA_Y_STR)
+				continue;
+			p->st.key_compares++;
+			if (key_equal(k, n))
+				return duplicate(p, n, k);
+		}
+		return 0;
+	}
+	struct hset *s = &f->keys;
+	if (!s->cap) { /* the mapping grew past KEYSET_MIN keys: hash the ones it has */
+		for (size_t i = 0; i < top->n; i += 2) {
+			const ma_ynode *k = top->kids[i];
+			if (k->type != MA_Y_STR)
+				continue;
+			if ((s->used + 1) * 2 > s->cap && hset_grow(s))
+				return oom(p);
+			uint32_t h = hash_bytes(p, k->s, k->slen);
+			size_t j = h & (s->cap - 1);
+			while (s->slot[j].idx)
+				j = (j + 1) & (s->cap - 1);
+			s->slot[j].idx = (uint32_t)(i + 1);
+			s->slot[j].h = h;
+			s->used++;
+		}
+	}
+	if ((s->used + 1) * 2 > s->cap && hset_grow(s))
+		return oom(p);
+	uint32_t h = hash_bytes(p, n->s, n->slen);
+	size_t mask = s->cap - 1, j = h & mask;
+	for (; s->slot[j].idx; j = (j + 1) & mask) {
+		p->st.key_compares++;
+		const ma_ynode *k = top->kids[s->slot[j].idx - 1];
+		if (s->slot[j].h == h && key_equal(k, n))
+			return duplicate(p, n, k);
+	}
+	s->slot[j].idx = (uint32_t)(top->n + 1); /* where n goes */
+	s->slot[j].h = h;
+	s->used++;
 	return 0;
 }
 
 /* Adds a finished node to the container on top of the stack. */
 static int attach(struct parser *p, ma_ynode *n)
 {
-	ma_ynode *top = p->stack[p->depth - 1];
+	struct frame *f = &p->stack[p->depth - 1];
+	ma_ynode *top = f->node;
 	if (top->type == MA_Y_MAP && top->n % 2 == 0) { /* n is a key */
 		if (n->type == MA_Y_MAP || n->type == MA_Y_SEQ) {
 			int line = n->line, col = n->col;
 			ma_ynode_free(n);
 			return ma_fail(p->e, "%s:%d:%d: a mapping key must be a scalar", p->name, line, col);
 		}
-		for (size_t i = 0; i < top->n; i += 2) {
-			ma_ynode *k = top->kids[i];
-			if (k->type == MA_Y_STR && n->type == MA_Y_STR && k->slen == n->slen &&
-			    memcmp(k->s, n->s, n->slen) == 0) {
-				int r = ma_fail(p->e, "%s:%d:%d: duplicate key \"%s\" (first at line %d)", p->name, n->line,
-						n->col, n->s, k->line);
-				ma_ynode_free(n);
-				return r;
-			}
+		if (check_key(p, f, n)) {
+			ma_ynode_free(n);
+			return -1;
 		}
 	}
 	if (ma_ynode_push(top, n)) {
 		ma_ynode_free(n);
-		return ma_fail(p->e, "%s: out of memory", p->name);
+		return oom(p);
 	}
 	return 0;
 }
 
+/* The line and column (1-based, in characters, as libyaml counts them) of a byte offset. */
+static void mark_of_offset(const char *text, size_t len, size_t off, size_t *line, size_t *col)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i = 0, l = 1, c = 1;
+	if (off > len)
+		off = len;
+	if (len >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
+		i = 3; /* the BOM takes no column */
+	while (i < off) {
+		if (s[i] == '\n' || s[i] == '\r') {
+			if (s[i] == '\r' && i + 1 < off && s[i + 1] == '\n')
+				i++;
+			i++, l++, c = 1;
+		} else if (s[i] == 0xc2 && i + 1 < off && s[i + 1] == 0x85) { /* NEL */
+			i += 2, l++, c = 1;
+		} else if (s[i] == 0xe2 && i + 2 < off && s[i + 1] == 0x80 && (s[i + 2] == 0xa8 || s[i + 2] == 0xa9)) {
+			i += 3, l++, c = 1; /* LS, PS */
+		} else {
+			i++;
+			while (i < off && (s[i] & 0xc0) == 0x80) /* one character */
+				i++;
+			c++;
+		}
+	}
+	*line = l, *col = c;
+}
+
+/* libyaml's error, at its own marks: reader errors carry a byte offset, scanner and parser errors
+ * a problem mark and often a context mark (where the construct it was reading began). */
+static void libyaml_error(struct parser *p, const yaml_parser_t *yp, const char *text, size_t len)
+{
+	const char *problem = yp->problem ? yp->problem : "syntax error";
+	switch (yp->error) {
+	case YAML_MEMORY_ERROR:
+		oom(p);
+		return;
+	case YAML_READER_ERROR: {
+		int utf16 = len >= 2 && (((unsigned char)text[0] == 0xff && (unsigned char)text[1] == 0xfe) ||
+					 ((unsigned char)text[0] == 0xfe && (unsigned char)text[1] == 0xff));
+		char value[32] = "";
+		if (yp->problem_value >= 0)
+			snprintf(value, sizeof value, " 0x%02x", (unsigned)yp->problem_value);
+		if (utf16) {
+			ma_fail(p->e, "%s: byte %zu: %s%s: the file is not valid UTF-16; write YAML as UTF-8", p->name,
+				yp->problem_offset, problem, value);
+			return;
+		}
+		size_t line, col;
+		mark_of_offset(text, len, yp->problem_offset, &line, &col);
+		ma_fail(p->e, "%s:%zu:%zu: %s%s (byte %zu): YAML must be UTF-8 text without control characters",
+			p->name, line, col, problem, value, yp->problem_offset);
+		return;
+	}
+	case YAML_SCANNER_ERROR:
+	case YAML_PARSER_ERROR:
+		if (yp->context && (yp->context_mark.line != yp->problem_mark.line ||
+				    yp->context_mark.column != yp->problem_mark.column))
+			ma_fail(p->e, "%s:%zu:%zu: %s %s that starts at %zu:%zu", p->name, yp->problem_mark.line + 1,
+				yp->problem_mark.column + 1, problem, yp->context, yp->context_mark.line + 1,
+				yp->context_mark.column + 1);
+		else
+			ma_fail(p->e, "%s:%zu:%zu: %s%s%s", p->name, yp->problem_mark.line + 1,
+				yp->problem_mark.column + 1, problem, yp->context ? " " : "", yp->context ? yp->context : "");
+		return;
+	default:
+		ma_fail(p->e, "%s:%zu:%zu: %s", p->name, yp->problem_mark.line + 1, yp->problem_mark.column + 1, problem);
+		return;
+	}
+}
+
+static size_t or_default(size_t v, size_t def)
+{
+	return v ? v : def;
+}
+
 ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *e)
+{
+	return ma_yaml_parse_ex(text, len, name, NULL, NULL, e);
+}
+
+ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const ma_yaml_limits *lim,
+			   ma_yaml_stats *st, ma_err *e)
 {
 	yaml_parser_t yp;
 	yaml_event_t ev;
 	struct parser p = {.name = name ? name : "<yaml>", .e = e};
-	ma_ynode *docs = ma_ynode_new(MA_Y_SEQ);
-	if (!docs || !yaml_parser_initialize(&yp)) {
-		ma_ynode_free(docs);
-		ma_fail(e, "%s: out of memory", p.name);
+	p.lim = ma_yaml_default_limits();
+	if (lim) {
+		p.lim.max_bytes = or_default(lim->max_bytes, p.lim.max_bytes);
+		p.lim.max_nodes = or_default(lim->max_nodes, p.lim.max_nodes);
+		p.lim.max_depth = or_default(lim->max_depth, p.lim.max_depth);
+		p.lim.max_keys = or_default(lim->max_keys, p.lim.max_keys);
+	}
+	if (st)
+		memset(st, 0, sizeof *st);
+	if (len > p.lim.max_bytes) {
+		ma_fail(e, "%s: %zu bytes of YAML, more than the %zu moonadm decodes (%zu MiB); is it the right file?",
+			p.name, len, p.lim.max_bytes, p.lim.max_bytes >> 20);
 		return NULL;
 	}
+	if (p.lim.max_depth > ((size_t)1 << 20))
+		p.lim.max_depth = (size_t)1 << 20; /* the C recursion over a tree must fit the stack */
+	ma_ynode *docs = ma_ynode_new(MA_Y_SEQ);
+	p.stack = calloc(p.lim.max_depth + 1, sizeof *p.stack);
+	if (!docs || !p.stack || !yaml_parser_initialize(&yp)) {
+		ma_ynode_free(docs);
+		free(p.stack);
+		ma_fail(e, "%s: out of memory decoding YAML", p.name);
+		return NULL;
+	}
+	docs->line = docs->col = 1;
 	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
-	p.stack[p.depth++] = docs;
+	p.stack[p.depth++].node = docs;
 	int ok = 0, done = 0;
 	while (!done) {
 		if (!yaml_parser_parse(&yp, &ev)) {
-			ma_fail(e, "%s:%zu:%zu: %s%s%s", p.name, yp.problem_mark.line + 1, yp.problem_mark.column + 1,
-				yp.problem ? yp.problem : "syntax error", yp.context ? " " : "", yp.context ? yp.context : "");
+			libyaml_error(&p, &yp, text, len);
 			break;
 		}
 		int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
@@ -275,9 +625,12 @@ ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *
 			break;
 		case YAML_SCALAR_EVENT: {
 			const char *s = (const char *)ev.data.scalar.value;
+			rc = count_nodes(&p, 1, 0, line, col);
+			if (rc)
+				break;
 			n = ma_ynode_str(s, ev.data.scalar.length);
 			if (!n) {
-				rc = ma_fail(e, "%s: out of memory", p.name);
+				rc = oom(&p);
 				break;
 			}
 			n->line = line, n->col = col;
@@ -285,16 +638,27 @@ ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *
 			if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !str_tag)
 				resolve_plain(n, s, ev.data.scalar.length);
 			rc = remember_anchor(&p, ev.data.scalar.anchor, n);
-			if (!rc)
+			if (rc)
+				ma_ynode_free(n);
+			else
 				rc = attach(&p, n);
 			break;
 		}
 		case YAML_SEQUENCE_START_EVENT:
 		case YAML_MAPPING_START_EVENT:
+			if (p.depth > p.lim.max_depth) {
+				rc = ma_fail(e,
+					     "%s:%d:%d: mappings and sequences nested more than %zu deep: moonadm decodes at "
+					     "most %zu levels; flatten the document",
+					     p.name, line, col, p.lim.max_depth, p.lim.max_depth);
+				break;
+			}
+			rc = count_nodes(&p, 1, 0, line, col);
+			if (rc)
+				break;
 			n = ma_ynode_new(ev.type == YAML_SEQUENCE_START_EVENT ? MA_Y_SEQ : MA_Y_MAP);
-			if (!n || p.depth == (int)(sizeof p.stack / sizeof *p.stack)) {
-				ma_ynode_free(n);
-				rc = ma_fail(e, "%s:%d:%d: nesting too deep", p.name, line, col);
+			if (!n) {
+				rc = oom(&p);
 				break;
 			}
 			n->line = line, n->col = col;
@@ -305,30 +669,48 @@ ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *
 				ma_ynode_free(n);
 				break;
 			}
-			p.stack[p.depth++] = n;
+			p.stack[p.depth].node = n;
+			memset(&p.stack[p.depth].keys, 0, sizeof p.stack[p.depth].keys);
+			p.depth++;
+			if (p.depth - 1 > p.st.max_depth)
+				p.st.max_depth = p.depth - 1;
 			break;
 		case YAML_SEQUENCE_END_EVENT:
 		case YAML_MAPPING_END_EVENT:
-			n = p.stack[--p.depth];
+			p.depth--;
+			n = p.stack[p.depth].node;
+			free(p.stack[p.depth].keys.slot);
+			p.stack[p.depth].keys.slot = NULL;
 			rc = attach(&p, n);
 			break;
 		case YAML_ALIAS_EVENT: {
 			const char *a = (const char *)ev.data.alias.anchor;
-			ma_ynode *target = NULL;
-			for (size_t i = p.nanchors; i-- > 0;)
-				if (!strcmp(p.anchors[i].name, a)) {
-					target = p.anchors[i].node;
-					break;
-				}
+			ma_ynode *target = find_anchor(&p, a);
 			if (!target) {
-				rc = ma_fail(e, "%s:%d:%d: unknown anchor \"%s\"", p.name, line, col, a);
+				rc = ma_fail(e, "%s:%d:%d: unknown anchor \"%s\": define it (&%s) before its alias *%s", p.name,
+					     line, col, a, a, a);
 				break;
 			}
+			/* Refuse before copying: the copy's size and depth are known from the target. */
+			size_t size = 0, room = p.lim.max_nodes - p.st.nodes;
+			size_t height = measure(target, &size, room < ((size_t)-1) ? room + 1 : room);
+			if (p.depth - 1 + height > p.lim.max_depth) {
+				rc = ma_fail(e,
+					     "%s:%d:%d: the alias *%s nests mappings and sequences more than %zu deep: "
+					     "moonadm decodes at most %zu levels; flatten the document",
+					     p.name, line, col, a, p.lim.max_depth, p.lim.max_depth);
+				break;
+			}
+			rc = count_nodes(&p, size, size, line, col);
+			if (rc)
+				break;
 			n = copy_node(target);
 			if (!n) {
-				rc = ma_fail(e, "%s: out of memory", p.name);
+				rc = oom(&p);
 				break;
 			}
+			if (p.depth - 1 + height > p.st.max_depth)
+				p.st.max_depth = p.depth - 1 + height;
 			rc = attach(&p, n);
 			break;
 		}
@@ -343,12 +725,19 @@ ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *
 			break;
 	}
 	/* Free containers still open after an error (they are not yet attached to anything). */
-	while (p.depth > 1)
-		ma_ynode_free(p.stack[--p.depth]);
+	while (p.depth > 1) {
+		p.depth--;
+		free(p.stack[p.depth].keys.slot);
+		ma_ynode_free(p.stack[p.depth].node);
+	}
+	free(p.stack);
 	for (size_t i = 0; i < p.nanchors; i++)
 		free(p.anchors[i].name);
 	free(p.anchors);
+	free(p.anchorset.slot);
 	yaml_parser_delete(&yp);
+	if (st)
+		*st = p.st;
 	if (!ok) {
 		ma_ynode_free(docs);
 		return NULL;

@@ -22,9 +22,46 @@ typedef struct ma_ynode {
 	size_t n, cap;
 } ma_ynode;
 
-/* Parses every document of a stream; returns a MA_Y_SEQ whose items are the documents.
- * Errors read "NAME:LINE:COL: problem". Duplicate mapping keys are errors. */
+/* Budgets on decoding, so a hostile document (an alias bomb, a huge or deep stream, a mapping of
+ * millions of keys) is refused in milliseconds with bounded memory instead of exhausting the
+ * machine. The defaults are generous for real inputs: a large kubeadm config with patches, a
+ * kubeconfig, a Secret or ConfigMap of ~1 MiB. */
+typedef struct ma_yaml_limits {
+	size_t max_bytes; /* the whole stream */
+	size_t max_nodes; /* every node made: parsed, or copied by an alias */
+	size_t max_depth; /* mappings and sequences nested in each other, aliases expanded */
+	size_t max_keys;  /* keys of one mapping */
+} ma_yaml_limits;
+
+#define MA_YAML_MAX_BYTES ((size_t)8 << 20) /* 8 MiB: kube-apiserver takes 3 MiB requests, etcd 1.5 MiB values */
+#define MA_YAML_MAX_NODES ((size_t)1 << 20) /* 1 Mi nodes: 4x a dense 1 MiB object, ~180 MB decoded */
+#define MA_YAML_MAX_DEPTH ((size_t)512)     /* Kubernetes objects nest ~20 deep */
+#define MA_YAML_MAX_KEYS ((size_t)1 << 18)  /* 256 Ki keys per mapping */
+
+/* Besides max_nodes, aliases are held to Go yaml.v2's ratio (what kubeadm decodes with): once
+ * more than 100 of more than 1000 nodes came from aliases, at most 99% of the nodes may (up to
+ * 400 000 nodes), scaling down to 10% at 4 000 000; beyond that the stream is refused with
+ * yaml.v2's words, "document contains excessive aliasing". */
+
+/* What a parse did (for tests and benchmarks). */
+typedef struct ma_yaml_stats {
+	size_t nodes;        /* nodes made, aliases included */
+	size_t alias_nodes;  /* of which copied by aliases */
+	size_t max_depth;    /* deepest nesting seen */
+	size_t key_compares; /* key comparisons made by the duplicate-key check */
+} ma_yaml_stats;
+
+/* The defaults above. */
+ma_yaml_limits ma_yaml_default_limits(void);
+
+/* Parses every document of a stream; returns a MA_Y_SEQ (line 1) whose items are the documents.
+ * Errors read "NAME:LINE:COL: problem" (the position of libyaml's own marks for syntax and
+ * encoding errors). Duplicate mapping keys are errors. Uses the default limits. */
 ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *e);
+/* The same with explicit limits (NULL: the defaults; a 0 field: its default) and, if st is not
+ * NULL, what the parse did (also when it fails). */
+ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const ma_yaml_limits *lim,
+			   ma_yaml_stats *st, ma_err *e);
 
 /* Emits each item of docs (a MA_Y_SEQ) as a block-style document, separated by "---\n".
  * *out is malloc'd and NUL-terminated. */

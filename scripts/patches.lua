@@ -87,8 +87,13 @@ function M.load(dir)
           ignored[#ignored + 1] = path
           log.v(1, "[patches] Ignoring file %q: %s", path, why)
         else
-          local text, rerr = fs.read(path)
-          if not text then error(("patch file %s: %s"):format(path, rerr), 0) end
+          -- a regular file (est is lstat's: a symlink to a directory or a device is refused here),
+          -- no bigger than the decoder takes
+          local text, rerr = fs.read_regular(assert(fs.path(path)), yaml.limits.max_bytes)
+          if not text then
+            error(("patch file %s: %s; a patch is a YAML or JSON file of at most %d MiB"):format(path, rerr,
+              yaml.limits.max_bytes >> 20), 0)
+          end
           local docs, derr = yaml.decode(text, path)
           if not docs then error(("patch file %s: %s"):format(path, derr), 0) end
           sets[info.target] = sets[info.target] or {}

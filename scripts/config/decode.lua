@@ -50,6 +50,18 @@ end
 
 local walk
 
+-- "did you mean" costs an edit distance per known field: offered for the first HINTS unknown
+-- fields of a load only, so a document of 100 000 unknown keys is not minutes of suggestions.
+local HINTS <const> = 100
+local hinted = setmetatable({}, { __mode = "k" }) -- report -> hints offered
+
+local function nearest(rep, key, names)
+  local n = hinted[rep] or 0
+  if n >= HINTS then return nil end
+  hinted[rep] = n + 1
+  return suggest.nearest(key, names)
+end
+
 -- Check node against an object type. `hints(key)` may explain an unknown key.
 local function walk_object(rep, ty, node, path, file, hints)
   rep:mark(node, file)
@@ -62,7 +74,7 @@ local function walk_object(rep, ty, node, path, file, hints)
     local child = path .. "." .. tostring(key)
     if not spec then
       local hint = type(key) == "string" and hints and hints(key)
-      local near = not hint and type(key) == "string" and suggest.nearest(key, names)
+      local near = not hint and type(key) == "string" and nearest(rep, key, names)
       if near then hint = fmt("did you mean %q?", near) end
       rep:unknown(rep:at(node, key), child, hint)
       node[key] = nil -- kubeadm drops what it does not know

@@ -1,6 +1,7 @@
 -- Loading a configuration: read the --config files, sort their documents by kind, check
 -- them, convert v1beta3, merge flags, default, validate.
 local yaml <const> = require "moonadm.yaml"
+local fs <const> = require "moonadm.fs"
 local C <const> = require "config.constants"
 local schema <const> = require "config.schema"
 local report <const> = require "config.report"
@@ -60,10 +61,11 @@ local function sorted_keys(t)
   return keys
 end
 
--- Classify one decoded document: returns slot, kind name, api version, or nil after an error.
-local function classify(rep, doc, file)
+-- Classify one decoded document (which starts at `where`, "FILE:LINE"): returns slot, kind name,
+-- api version, or nil after an error.
+local function classify(rep, doc, file, where)
   if not decode.is_map(doc) then
-    rep:error(file, nil, fmt("a configuration document must be a mapping, got %s", decode.describe(doc)))
+    rep:error(where or file, nil, fmt("a configuration document must be a mapping, got %s", decode.describe(doc)))
     return nil
   end
   rep:mark(doc, file)
@@ -112,9 +114,11 @@ local function decode_sources(rep, sources, command)
     if not list then
       rep:error(nil, nil, err)
     else
-      for _, doc in ipairs(list) do
+      local _, doclines = yaml.pos(list)
+      for i, doc in ipairs(list) do
         if doc ~= yaml.null then
-          local slot, kind, api = classify(rep, doc, src.name)
+          local line = doclines and doclines[i]
+          local slot, kind, api = classify(rep, doc, src.name, line and fmt("%s:%d", src.name, line))
           local here = slot and rep:at(doc)
           if slot and first_at[slot] then
             rep:error(here, nil, fmt("%s is given twice (first at %s)", kind, first_at[slot]))
@@ -149,10 +153,12 @@ end
 local function read_sources(opts)
   local sources = {}
   for _, path in ipairs(opts.files or {}) do
-    local f, err = io.open(path, "rb")
-    if not f then return nil, fmt("unable to read config from %q: %s", path, err) end
-    local text = f:read("a")
-    f:close()
+    -- a regular file only (not a directory, /dev/zero or a FIFO), no bigger than the decoder takes
+    local text, err = fs.read_regular(path, yaml.limits.max_bytes)
+    if not text then
+      return nil, fmt("unable to read config from %q: %s; --config takes a YAML file of at most %d MiB",
+        path, err, yaml.limits.max_bytes >> 20)
+    end
     sources[#sources + 1] = { name = path, text = text }
   end
   if opts.text then sources[#sources + 1] = { name = opts.filename or "<config>", text = opts.text } end

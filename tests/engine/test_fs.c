@@ -1,4 +1,5 @@
 /* engine/fs: paths under a root, atomic writes with final modes, reads, removal. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,41 @@ static void test_write_symlink(void)
 	unlink(link);
 }
 
+/* Issue 18, defect 10: --config DIR printed a Lua error, --config /dev/zero read until memory ran
+ * out. The user's files are read as regular files only, up to a size. */
+static void test_read_regular(void)
+{
+	ma_err e;
+	char *data = NULL;
+	size_t len = 0;
+	char dir[MA_PATH_MAX], file[MA_PATH_MAX + 16], link[MA_PATH_MAX + 16], fifo[MA_PATH_MAX + 16];
+	CHECK(ma_fs_mkdir(root, "/user", 0755, &e) == 0, "%s", e.msg);
+	ma_fs_resolve(root, "/user", dir, sizeof dir, &e);
+	snprintf(file, sizeof file, "%s/c.yaml", dir);
+	snprintf(link, sizeof link, "%s/link.yaml", dir);
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	CHECK(ma_fs_write(root, "/user/c.yaml", "kind: x\n", 8, 0644, NULL, &e) == 0, "%s", e.msg);
+	CHECK(ma_fs_read_regular(file, 8, &data, &len, &e) == 0 && len == 8 && strcmp(data, "kind: x\n") == 0, "%s", e.msg);
+	free(data);
+	CHECK(symlink(file, link) == 0, "symlink");
+	CHECK(ma_fs_read_regular(link, 100, &data, &len, &e) == 0 && len == 8, "a symlink to a file: %s", e.msg);
+	free(data);
+	CHECK(ma_fs_read_regular(file, 7, &data, &len, &e) == -1 && e.code == EFBIG, "one byte too many");
+	CHECK(strstr(e.msg, "c.yaml is 8 bytes, larger than the 7 bytes allowed") != NULL, "%s", e.msg);
+	CHECK(ma_fs_read_regular(dir, 100, &data, &len, &e) == -1 && e.code == EISDIR, "a directory");
+	CHECK(strstr(e.msg, "/user is a directory, not a regular file") != NULL, "%s", e.msg);
+	CHECK(ma_fs_read_regular("/dev/zero", 100, &data, &len, &e) == -1 && e.code == EINVAL, "/dev/zero");
+	CHECK_STR(e.msg, "/dev/zero is a character device, not a regular file");
+	CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+	CHECK(ma_fs_read_regular(fifo, 100, &data, &len, &e) == -1, "a FIFO, refused without blocking");
+	CHECK(strstr(e.msg, "fifo is a FIFO, not a regular file") != NULL, "%s", e.msg);
+	CHECK(ma_fs_read_regular("/nonexistent/c.yaml", 100, &data, &len, &e) == -1 && e.code == ENOENT, "missing");
+	CHECK_STR(e.msg, "open /nonexistent/c.yaml: No such file or directory");
+	CHECK(ma_fs_read_regular("", 100, &data, &len, &e) == -1, "empty path");
+	unlink(fifo);
+	unlink(link);
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "%s/moonadm-test-fs-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -215,6 +251,7 @@ int main(void)
 	RUN(test_lock);
 	RUN(test_clean_temps);
 	RUN(test_write_symlink);
+	RUN(test_read_regular);
 	ma_err e;
 	ma_fs_remove_tree(root, "/", 0, &e);
 	rmdir(root);

@@ -1,4 +1,6 @@
 /* engine/yaml_doc: parse with lines, scalar resolution, errors, kubeadm-style emit. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "t.h"
@@ -56,6 +58,221 @@ static void test_errors(void)
 	CHECK(ma_yaml_parse(alias, strlen(alias), "al.yaml", &e) == NULL, "unknown anchor");
 }
 
+/* A growing buffer for generated inputs. */
+struct gen {
+	char *p;
+	size_t n, cap;
+};
+
+static void gen_add(struct gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void gen_add(struct gen *g, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		va_start(ap, fmt);
+		int w = vsnprintf(g->p ? g->p + g->n : NULL, g->p ? g->cap - g->n : 0, fmt, ap);
+		va_end(ap);
+		if (w >= 0 && g->p && (size_t)w < g->cap - g->n) {
+			g->n += (size_t)w;
+			return;
+		}
+		g->cap = g->cap ? g->cap * 2 : 4096;
+		while (w >= 0 && g->cap - g->n <= (size_t)w)
+			g->cap *= 2;
+		g->p = realloc(g->p, g->cap);
+		if (!g->p)
+			abort();
+	}
+}
+
+/* The billion laughs: 9 aliases of 9 aliases of ... (issue 18, defect 1: 432 bytes, 7 levels,
+ * took 2.8 GB). */
+static char *alias_bomb(int levels)
+{
+	struct gen g = {0};
+	gen_add(&g, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\na0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+	for (int i = 1; i < levels; i++) {
+		gen_add(&g, "a%d: &a%d [*a%d", i, i, i - 1);
+		for (int j = 1; j < 9; j++)
+			gen_add(&g, ", *a%d", i - 1);
+		gen_add(&g, "]\n");
+	}
+	return g.p;
+}
+
+static void test_alias_bomb(void)
+{
+	ma_err e;
+	ma_yaml_stats st;
+	for (int levels = 7; levels <= 12; levels += 5) {
+		char *src = alias_bomb(levels);
+		ma_ynode *docs = ma_yaml_parse_ex(src, strlen(src), "bomb.yaml", NULL, &st, &e);
+		CHECK(docs == NULL, "an alias bomb of %d levels is refused", levels);
+		ma_ynode_free(docs);
+		CHECK(strncmp(e.msg, "bomb.yaml:6:15: document contains excessive aliasing", 52) == 0, "%s", e.msg);
+		/* refused before it grows: a few thousand nodes made, not 9^levels */
+		CHECK(st.nodes < 5000 && st.alias_nodes < 5000, "nodes %zu, from aliases %zu", st.nodes, st.alias_nodes);
+		free(src);
+	}
+	/* 3 levels: 90 + 819 copies, 929 nodes in all, under yaml.v2's floor of 1000: decoded */
+	char *small = alias_bomb(3);
+	ma_ynode *docs = ma_yaml_parse_ex(small, strlen(small), "small.yaml", NULL, &st, &e);
+	CHECK(docs != NULL, "%s", e.msg);
+	CHECK(st.alias_nodes == 909 && st.nodes == 929, "nodes %zu, from aliases %zu", st.nodes, st.alias_nodes);
+	ma_ynode_free(docs);
+	free(small);
+	/* real use: one anchor reused a few times, in a big document (yaml.v2 allows 99% from aliases) */
+	struct gen g = {0};
+	gen_add(&g, "base: &b {image: registry.k8s.io/pause:3.10, pullPolicy: IfNotPresent}\nitems:\n");
+	for (int i = 0; i < 2000; i++)
+		gen_add(&g, "- {name: c%d, spec: *b}\n", i);
+	docs = ma_yaml_parse_ex(g.p, g.n, "reuse.yaml", NULL, &st, &e);
+	CHECK(docs != NULL, "%s", e.msg);
+	CHECK(st.alias_nodes == 2000 * 5, "alias nodes %zu", st.alias_nodes);
+	ma_ynode_free(docs);
+	free(g.p);
+}
+
+static void test_budgets(void)
+{
+	ma_err e;
+	ma_yaml_stats st;
+	ma_yaml_limits lim = ma_yaml_default_limits();
+	CHECK(lim.max_bytes == MA_YAML_MAX_BYTES && lim.max_nodes == MA_YAML_MAX_NODES && lim.max_depth == MA_YAML_MAX_DEPTH &&
+		      lim.max_keys == MA_YAML_MAX_KEYS,
+	      "defaults");
+	/* size: refused before parsing */
+	ma_yaml_limits small = {.max_bytes = 10};
+	CHECK(ma_yaml_parse_ex("a: 1\nb: 2\nc: 3\n", 15, "big.yaml", &small, &st, &e) == NULL, "too big");
+	CHECK(strstr(e.msg, "big.yaml: 15 bytes of YAML, more than the 10 moonadm decodes") == e.msg, "%s", e.msg);
+	CHECK(st.nodes == 0, "nothing parsed");
+	/* depth: 600 nested flow sequences */
+	struct gen g = {0};
+	for (int i = 0; i < 600; i++)
+		gen_add(&g, "[");
+	for (int i = 0; i < 600; i++)
+		gen_add(&g, "]");
+	CHECK(ma_yaml_parse_ex(g.p, g.n, "deep.yaml", NULL, &st, &e) == NULL, "too deep");
+	CHECK_STR(e.msg, "deep.yaml:1:513: mappings and sequences nested more than 512 deep: moonadm decodes at most 512 "
+			 "levels; flatten the document");
+	free(g.p);
+	/* depth through aliases: 300 deep, aliased 300 deep (each alone is fine) */
+	g = (struct gen){0};
+	gen_add(&g, "a: &d ");
+	for (int i = 0; i < 300; i++)
+		gen_add(&g, "[");
+	for (int i = 0; i < 300; i++)
+		gen_add(&g, "]");
+	gen_add(&g, "\nb: ");
+	for (int i = 0; i < 300; i++)
+		gen_add(&g, "[");
+	gen_add(&g, "*d");
+	for (int i = 0; i < 300; i++)
+		gen_add(&g, "]");
+	gen_add(&g, "\n");
+	CHECK(ma_yaml_parse_ex(g.p, g.n, "deep.yaml", NULL, &st, &e) == NULL, "too deep through an alias");
+	CHECK(strstr(e.msg, "deep.yaml:2:304: the alias *d nests mappings and sequences more than 512 deep") == e.msg, "%s",
+	      e.msg);
+	free(g.p);
+	/* nodes */
+	ma_yaml_limits few = {.max_nodes = 100};
+	g = (struct gen){0};
+	gen_add(&g, "[");
+	for (int i = 0; i < 200; i++)
+		gen_add(&g, "%d, ", i);
+	gen_add(&g, "]\n");
+	CHECK(ma_yaml_parse_ex(g.p, g.n, "n.yaml", &few, &st, &e) == NULL, "too many nodes");
+	CHECK(strstr(e.msg, "n.yaml:1:") == e.msg && strstr(e.msg, "more than 100 YAML nodes"), "%s", e.msg);
+	CHECK(st.nodes == 100, "stopped at the budget: %zu", st.nodes);
+	free(g.p);
+}
+
+/* Issue 18, defect 3: the duplicate-key check compared each key with every earlier one (100 000
+ * keys: 52 s). It is now a hash set per mapping: about one comparison per key. */
+static void test_many_keys(void)
+{
+	ma_err e;
+	ma_yaml_stats st;
+	struct gen g = {0};
+	const size_t n = 200000;
+	for (size_t i = 0; i < n; i++)
+		gen_add(&g, "k%06zu: %zu\n", i, i);
+	ma_ynode *docs = ma_yaml_parse_ex(g.p, g.n, "keys.yaml", NULL, &st, &e);
+	CHECK(docs != NULL, "%s", e.msg);
+	CHECK(docs && docs->kids[0]->n == 2 * n, "every key");
+	/* linear: the quadratic check made n*(n-1)/2 = 2e10 comparisons */
+	CHECK(st.key_compares < 2 * n, "%zu key comparisons for %zu keys", st.key_compares, n);
+	ma_ynode_free(docs);
+	/* a duplicate at the end: the same message and position as ever */
+	gen_add(&g, "k000005: again\n");
+	CHECK(ma_yaml_parse_ex(g.p, g.n, "keys.yaml", NULL, &st, &e) == NULL, "duplicate");
+	CHECK_STR(e.msg, "keys.yaml:200001:1: duplicate key \"k000005\" (first at line 6)");
+	CHECK(st.key_compares < 2 * n, "%zu key comparisons", st.key_compares);
+	/* and in a small mapping, and a key equal but for its length */
+	const char *dup = "m:\n  a: 1\n  ab: 2\n  a\\0: 3\nn: {x: 1, y: 2, x: 3}\n";
+	CHECK(ma_yaml_parse(dup, strlen(dup), "d.yaml", &e) == NULL, "small duplicate");
+	CHECK_STR(e.msg, "d.yaml:5:17: duplicate key \"x\" (first at line 5)");
+	/* the keys budget */
+	ma_yaml_limits lim = {.max_keys = 100000};
+	CHECK(ma_yaml_parse_ex(g.p, g.n, "keys.yaml", &lim, &st, &e) == NULL, "too many keys");
+	CHECK_STR(e.msg, "keys.yaml:100001:1: the mapping that starts at line 1 has more than 100000 keys: moonadm "
+			 "decodes at most 100000 keys per mapping; split the data");
+	free(g.p);
+	/* anchors are looked up in a hash too: 50 000 anchors, each aliased once */
+	g = (struct gen){0};
+	for (int i = 0; i < 50000; i++)
+		gen_add(&g, "- &a%d v%d\n- *a%d\n", i, i, i);
+	docs = ma_yaml_parse_ex(g.p, g.n, "anchors.yaml", NULL, &st, &e);
+	CHECK(docs && docs->kids[0]->n == 100000, "%s", e.msg);
+	CHECK(docs && strcmp(docs->kids[0]->kids[99999]->s, "v49999") == 0, "the alias is its anchor's value");
+	ma_ynode_free(docs);
+	free(g.p);
+	/* an anchor defined again: an alias means the latest */
+	const char *re = "- &a one\n- &a two\n- *a\n";
+	docs = ma_yaml_parse(re, strlen(re), "re.yaml", &e);
+	CHECK(docs && strcmp(docs->kids[0]->kids[2]->s, "two") == 0, "latest anchor");
+	ma_ynode_free(docs);
+}
+
+/* Issue 18, defect 10: libyaml's reader errors said 1:1 wherever the bad byte was. */
+static void test_error_positions(void)
+{
+	ma_err e;
+	const char *utf = "a: 1\nb: 2\nc: \xff\xfe bad\n";
+	CHECK(ma_yaml_parse(utf, strlen(utf), "u.yaml", &e) == NULL, "bad UTF-8");
+	CHECK_STR(e.msg, "u.yaml:3:4: invalid leading UTF-8 octet 0xff (byte 13): YAML must be UTF-8 text without "
+			 "control characters");
+	const char *ctl = "a: 1\nb:\n  c: \"\xc3\xa9\x01\"\n"; /* columns count characters, as libyaml's */
+	CHECK(ma_yaml_parse(ctl, strlen(ctl), "c.yaml", &e) == NULL, "control character");
+	CHECK_STR(e.msg, "c.yaml:3:8: control characters are not allowed 0x01 (byte 16): YAML must be UTF-8 text "
+			 "without control characters");
+	const char *crlf = "a: 1\r\nb: 2\r\n\r\nc: \x80\n";
+	CHECK(ma_yaml_parse(crlf, strlen(crlf), "w.yaml", &e) == NULL, "CRLF");
+	CHECK(strncmp(e.msg, "w.yaml:4:4: ", 12) == 0, "%s", e.msg);
+	const char *bom = "\xef\xbb\xbf" "a: \xff\n";
+	CHECK(ma_yaml_parse(bom, strlen(bom), "b.yaml", &e) == NULL, "BOM");
+	CHECK(strncmp(e.msg, "b.yaml:1:4: ", 12) == 0, "%s", e.msg);
+	/* scanner errors: the problem's mark, and where the construct began */
+	const char *q = "a: 1\nb: 2\nc: \"unterminated\n";
+	CHECK(ma_yaml_parse(q, strlen(q), "q.yaml", &e) == NULL, "unterminated");
+	CHECK_STR(e.msg, "q.yaml:4:1: found unexpected end of stream while scanning a quoted scalar that starts at 3:4");
+	const char *f = "a: 1\nb: [1, 2\nc: 3\n";
+	CHECK(ma_yaml_parse(f, strlen(f), "f.yaml", &e) == NULL, "flow");
+	CHECK_STR(e.msg, "f.yaml:3:2: did not find expected ',' or ']' while parsing a flow sequence that starts at 2:4");
+	const char *at = "a: 1\nb: 2\nc: @x\n";
+	CHECK(ma_yaml_parse(at, strlen(at), "at.yaml", &e) == NULL, "reserved");
+	CHECK_STR(e.msg, "at.yaml:3:4: found character that cannot start any token while scanning for the next token");
+	const char *alias = "a: 1\nb: *nope\n";
+	CHECK(ma_yaml_parse(alias, strlen(alias), "al.yaml", &e) == NULL, "unknown anchor");
+	CHECK_STR(e.msg, "al.yaml:2:4: unknown anchor \"nope\": define it (&nope) before its alias *nope");
+	/* each document's line */
+	const char *docs2 = "a: 1\n---\n- x\n---\nplain\n";
+	ma_ynode *d = ma_yaml_parse(docs2, strlen(docs2), "d.yaml", &e);
+	CHECK(d && d->n == 3 && d->line == 1 && d->kids[0]->line == 1 && d->kids[1]->line == 3 && d->kids[2]->line == 5,
+	      "document lines");
+	ma_ynode_free(d);
+}
+
 static void test_emit_sorted_and_quoted(void)
 {
 	const char *src = "spec:\n  containers:\n  - name: x\n    command: [kube-apiserver, --a=b]\n"
@@ -104,6 +321,10 @@ int main(void)
 {
 	RUN(test_parse_types_and_lines);
 	RUN(test_errors);
+	RUN(test_alias_bomb);
+	RUN(test_budgets);
+	RUN(test_many_keys);
+	RUN(test_error_positions);
 	RUN(test_emit_sorted_and_quoted);
 	RUN(test_key_order);
 	DONE();

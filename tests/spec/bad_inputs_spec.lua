@@ -31,6 +31,8 @@ local FLAGS = {
   { { "init", "--no-such-flag" }, "unknown flag: --no-such-flag" },
   { { "init", "--token-ttl", "forever" }, '"forever" is not a valid duration' },
   { { "init", "--config", "/nonexistent.yaml" }, 'unable to read config from "/nonexistent.yaml"' },
+  { { "init", "--config", "/" }, 'unable to read config from "/": / is a directory, not a regular file' },
+  { { "init", "--config", "/dev/zero" }, 'unable to read config from "/dev/zero": /dev/zero is a character device, not a regular file' },
   { { "init", "--cri-socket", "relative/sock" }, '"relative/sock" is not a valid CRI endpoint (expected unix:///path/to/socket)' },
   { { "init", "--node-name", "Bad_Name" }, '"Bad_Name" is not a valid node name' },
   { { "init", "--ignore-preflight-errors", "all,Foo" }, "don't specify individual checks if 'all' is used" },
@@ -67,6 +69,16 @@ describe("bad flags", function()
 end)
 
 -- ------------------------------------------------------------------ config documents
+-- 9 aliases of 9 aliases of ..., `levels` deep, after `head` (issue 18: 7 levels took 2.8 GB)
+local function alias_bomb(head, levels)
+  local lines = { head, "a0: &a0 [x, x, x, x, x, x, x, x, x]" }
+  for i = 1, levels - 1 do
+    lines[#lines + 1] = ("a%d: &a%d [%s]"):format(i, i, ("*a" .. (i - 1) .. ", "):rep(8) .. "*a" .. (i - 1))
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+local V1BETA4_INIT = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n"
+
 local CONFIGS = {
   { "", "no InitConfiguration or ClusterConfiguration kind was found in the YAML file" },
   { "- a\n- list\n", "not_mapping" },
@@ -82,6 +94,15 @@ local CONFIGS = {
   { "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\napiServer: {extraArgs: {a: b}}\n", "extraArgs" },
   { "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n\0binary\n", "bad.yaml" },
   { ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration:\n  name: " .. ("x"):rep(300) .. "\n"), "not a valid node name" },
+  { alias_bomb("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration", 7), "bad.yaml:6:15: document contains excessive aliasing" },
+  { alias_bomb("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration", 30), "bad.yaml:6:15: document contains excessive aliasing" },
+  { V1BETA4_INIT .. "x: " .. ("["):rep(600) .. ("]"):rep(600) .. "\n", "bad.yaml:3:515: mappings and sequences nested more than 512 deep" },
+  { V1BETA4_INIT .. "a: &d " .. ("["):rep(300) .. ("]"):rep(300) .. "\nb: " .. ("["):rep(300) .. "*d" .. ("]"):rep(300) .. "\n",
+    "bad.yaml:4:304: the alias *d nests mappings and sequences more than 512 deep" },
+  { V1BETA4_INIT .. "a: 1\nb: \255\n", "bad.yaml:4:4: invalid leading UTF-8 octet 0xff (byte 67)" },
+  { V1BETA4_INIT .. "---\n- a\n- list\n", "bad.yaml:4: a configuration document must be a mapping, got a list" },
+  { V1BETA4_INIT .. "---\n7\n", "bad.yaml:4: a configuration document must be a mapping, got an integer (7)" },
+  { V1BETA4_INIT .. 'a: "x\n', "bad.yaml:4:1: found unexpected end of stream while scanning a quoted scalar that starts at 3:4" },
 }
 
 describe("bad config documents", function()
@@ -112,6 +133,8 @@ local PATCHES = {
   { "kube-apiserver+json.yaml", "- op: remove\n  path: /spec/nothere/0\n", "/spec/nothere/0" },
   { "kube-apiserver+strategic.yaml", "- a list\n", "document 1: a strategic patch must be a mapping" },
   { "kube-apiserver+json.yaml", "- op: replace\n  path: /spec/containers/99/image\n  value: x\n", "/spec/containers/99/image" },
+  { "kube-apiserver.yaml", alias_bomb("spec: {}", 9), "kube-apiserver.yaml:5:15: document contains excessive aliasing" },
+  { "kube-apiserver.yaml", "spec: {}\nx: \255\n", "kube-apiserver.yaml:2:4: invalid leading UTF-8 octet 0xff" },
 }
 
 describe("bad patch files", function()
@@ -150,6 +173,9 @@ local CLUSTER_INFO = {
   { "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n", "has no certificate-authority-data" },
   { "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: 5\n", "holds no cluster with a server" },
   { "7", "holds no cluster with a server" },
+  { alias_bomb("apiVersion: v1\nkind: Config", 9), "cluster-info:6:15: document contains excessive aliasing" },
+  { alias_bomb("apiVersion: v1\nkind: Config", 40), "cluster-info:6:15: document contains excessive aliasing" },
+  { "clusters: " .. ("["):rep(1000) .. ("]"):rep(1000), "cluster-info:1:522: mappings and sequences nested more than 512 deep" },
 }
 
 describe("bad cluster-info and discovery files", function()
