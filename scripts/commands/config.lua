@@ -143,12 +143,11 @@ local function parse(spec, argv, no_args)
   return flags, args, set
 end
 
--- A file named on the command line: relative to the working directory, not the root.
+-- A file named on the command line: relative to the working directory, not the root; a regular
+-- file of at most the YAML decoder's size budget.
 local function read_file(path)
-  local f, err = io.open(path, "rb")
-  if not f then error(fmt("open %s: %s", path, (tostring(err):gsub("^[^:]*: ", ""))), 0) end
-  local text = f:read("a")
-  f:close()
+  local text, err = fs.read_regular(path, yaml.limits.max_bytes)
+  if not text then error(fmt("unable to read %s: %s", path, tostring(err)), 0) end
   return text
 end
 

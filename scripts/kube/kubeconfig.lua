@@ -5,17 +5,15 @@
 --         context=, cluster=, user=, namespace=}
 -- *-data fields are base64 (decoded here); file fields are read with opts.read (default io.open),
 -- relative to the kubeconfig's directory. Errors name the file and the field, never their contents.
+local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
 local api = require "moonadm.api"
 
 local M = {}
 
+-- A kubeconfig, or a file it names: a regular file within the YAML decoder's size budget.
 local function default_read(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local s = f:read("a")
-  f:close()
-  return s
+  return fs.read_regular(path, yaml.limits.max_bytes)
 end
 
 local function find_named(list, name, what, src)

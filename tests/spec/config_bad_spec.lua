@@ -93,7 +93,7 @@ describe("config: malformed files", function()
   it("refuses a document that is not a mapping", function()
     local cfg, err = config.load { files = { fixtures .. "not_mapping.yaml" }, kind = "init" }
     assert.is_nil(cfg)
-    assert.equal(fixtures .. "not_mapping.yaml: a configuration document must be a mapping, got a list", err)
+    assert.equal(fixtures .. "not_mapping.yaml:1: a configuration document must be a mapping, got a list", err)
   end)
 
   it("refuses a file without the kinds the command needs", function()
