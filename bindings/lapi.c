@@ -1,11 +1,13 @@
 /* moonadm.api: the HTTP transport of the Kubernetes API client (engine/http.h) as a handle.
  *   c, err = api.new{server=, ca_pem=|ca_file=, cert_pem=, key_pem=, token=, insecure=,
- *                    connect_timeout=, timeout=, user_agent=}
- *   resp, err, kind = c:request{method=, path=, query=, headers=, body=, timeout=, on_data=}
+ *                    connect_timeout=, timeout=, user_agent=, max_body=}
+ *   resp, err, kind = c:request{method=, path=, query=, headers=, body=, timeout=, on_data=, max_body=}
  *   resp = {status=, headers={lowercase name=value}, body=, stopped=, seconds=, reused=}
  * The Kubernetes semantics (paths, status errors, retries, watch) are Lua: scripts/kube/.
+ * max_body: the cap on a buffered response body in bytes (handle default 64 MiB, engine/http.h);
+ * a body over it fails with kind "too_large".
  * Misuse raises; a transport failure returns nil, message, kind ("connect", "timeout", "tls",
- * "options", "other"). Secrets given in opts are copied into the engine handle and wiped there. */
+ * "options", "too_large", "other"). Secrets given in opts are copied into the engine handle and wiped there. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,23 @@ static long optms(lua_State *L, int t, const char *name)
 	return ms;
 }
 
+/* opts.name as an optional positive byte count (0 when absent) */
+static size_t optbytes(lua_State *L, int t, const char *name)
+{
+	lua_getfield(L, t, name); /* ... v */
+	size_t n = 0;
+	if (!lua_isnil(L, -1)) {
+		int isint = 0;
+		lua_Integer v = lua_tointegerx(L, -1, &isint);
+		if (!isint || v <= 0)
+			luaL_error(L, "option '%s' must be a positive integer number of bytes, got %s", name,
+				   isint ? "a non-positive number" : luaL_typename(L, -1));
+		n = (size_t)v;
+	}
+	lua_pop(L, 1);
+	return n;
+}
+
 static int l_new(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
@@ -77,6 +96,7 @@ static int l_new(lua_State *L)
 	lua_pop(L, 1);
 	o.connect_timeout_ms = optms(L, 1, "connect_timeout");
 	o.timeout_ms = optms(L, 1, "timeout");
+	o.max_body = optbytes(L, 1, "max_body");
 	LClient *u = lua_newuserdatauv(L, sizeof *u, 0); /* opts client (empty) */
 	u->h = NULL;
 	u->depth = 0;
@@ -268,40 +288,30 @@ static int resp_gc(lua_State *L)
 	return 0;
 }
 
-/* Pushes a table of the response headers: lowercase names; repeated names joined with ", ". */
+/* Pushes a table of the response headers: lowercase names; repeated names joined with ", "
+ * (engine/http.c's iterator reads the lines; at most MA_HTTP_MAX_HEADER_LINES of them). */
 static void push_headers(lua_State *L, const ma_http_resp *r)
 {
 	lua_newtable(L); /* ... headers */
-	const char *p = r->headers, *end = r->headers ? r->headers + r->headers_len : NULL;
-	while (p && p < end) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			eol = end;
-		const char *colon = memchr(p, ':', (size_t)(eol - p));
-		if (colon && colon > p && strncmp(p, "HTTP/", 5) != 0) {
-			luaL_Buffer b;
-			luaL_buffinit(L, &b);
-			for (const char *q = p; q < colon; q++)
-				luaL_addchar(&b, (char)tolower((unsigned char)*q));
-			luaL_pushresult(&b); /* ... headers name */
-			const char *v = colon + 1, *ve = eol;
-			while (v < ve && (*v == ' ' || *v == '\t'))
-				v++;
-			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-				ve--;
-			lua_pushvalue(L, -1);
-			lua_rawget(L, -3); /* ... headers name old */
-			if (lua_isstring(L, -1)) {
-				lua_pushliteral(L, ", ");
-				lua_pushlstring(L, v, (size_t)(ve - v));
-				lua_concat(L, 3); /* ... headers name old..", "..v */
-			} else {
-				lua_pop(L, 1);
-				lua_pushlstring(L, v, (size_t)(ve - v)); /* ... headers name v */
-			}
-			lua_rawset(L, -3); /* ... headers */
+	size_t pos = 0, nl, vl;
+	const char *name, *v;
+	while (ma_http_header_next(r, &pos, &name, &nl, &v, &vl)) {
+		luaL_Buffer b;
+		luaL_buffinit(L, &b);
+		for (size_t i = 0; i < nl; i++)
+			luaL_addchar(&b, (char)tolower((unsigned char)name[i]));
+		luaL_pushresult(&b); /* ... headers name */
+		lua_pushvalue(L, -1);
+		lua_rawget(L, -3); /* ... headers name old */
+		if (lua_isstring(L, -1)) {
+			lua_pushliteral(L, ", ");
+			lua_pushlstring(L, v, vl);
+			lua_concat(L, 3); /* ... headers name old..", "..v */
+		} else {
+			lua_pop(L, 1);
+			lua_pushlstring(L, v, vl); /* ... headers name v */
 		}
-		p = eol + 1;
+		lua_rawset(L, -3); /* ... headers */
 	}
 }
 
@@ -369,6 +379,7 @@ static int l_request(lua_State *L)
 	hv[i] = NULL;
 	r.headers = hv;
 	r.timeout_ms = optms(L, 2, "timeout");
+	r.max_body = optbytes(L, 2, "max_body");
 	lua_getfield(L, 2, "on_data"); /* 10: on_data */
 	struct sink s = {L, 10, 0};
 	if (!lua_isnil(L, 10)) {

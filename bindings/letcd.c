@@ -1,6 +1,6 @@
 /* moonadm.etcd: etcd member operations over the v3 JSON gateway (engine/etcd.h) as a handle.
  *   c, err = etcd.new{endpoints={"https://IP:2379", ...}, ca_pem=|ca_file=, cert_pem=, key_pem=,
- *                     dial_timeout=2, timeout=5}
+ *                     dial_timeout=2, timeout=5, max_body=4194304}
  *   r, err, kind = c:member_list()                        r = {members={m...}, endpoint=, cluster_id=, member_id=}
  *   r, err, kind = c:member_add(peer_urls, {learner=true}) (also r.member: the new one)
  *   r, err, kind = c:member_promote(id) / c:member_remove(id)
@@ -12,7 +12,9 @@
  * A member m = {id=, id_hex=, name=, peer_urls={}, client_urls={}, is_learner=}. IDs are uint64 as
  * decimal strings (as the gateway writes them); an id argument is such a string or a non-negative
  * integer. kind: "unreachable", "tls", "protocol", "options" or etcd's gRPC code in snake case
- * ("failed_precondition", "not_found", ...). Misuse raises; operational failures return nil, err, kind. */
+ * ("failed_precondition", "not_found", ...). Misuse raises; operational failures return nil, err, kind.
+ * An answer of the wrong shape (no "members", no header, a member without ID or peer URL, a body
+ * over max_body bytes) is kind "protocol", never an empty result (engine/etcd.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +94,21 @@ static long optms(lua_State *L, int t, const char *name)
 	return ms;
 }
 
+static size_t optbytes(lua_State *L, int t, const char *name)
+{
+	lua_getfield(L, t, name);
+	size_t n = 0;
+	if (!lua_isnil(L, -1)) {
+		int isint = 0;
+		lua_Integer v = lua_tointegerx(L, -1, &isint);
+		if (!isint || v <= 0)
+			luaL_error(L, "etcd.new: option '%s' must be a positive integer number of bytes", name);
+		n = (size_t)v;
+	}
+	lua_pop(L, 1);
+	return n;
+}
+
 static int l_new(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
@@ -125,6 +142,7 @@ static int l_new(lua_State *L)
 	o.key_pem = optstr(L, 1, "key_pem", &o.key_pem_len);
 	o.dial_timeout_ms = optms(L, 1, "dial_timeout");
 	o.request_timeout_ms = optms(L, 1, "timeout");
+	o.max_body = optbytes(L, 1, "max_body");
 	LEtcd *u = lua_newuserdatauv(L, sizeof *u, 0);
 	u->c = NULL;
 	luaL_setmetatable(L, CLIENT_MT);

@@ -18,6 +18,7 @@ struct ma_etcd {
 	char *ca_pem, *ca_file, *cert_pem, *key_pem;
 	size_t ca_len, cert_len, key_len;
 	long dial_ms, req_ms;
+	size_t max_body;
 };
 
 static const char *const grpc_names[] = {
@@ -106,6 +107,7 @@ static ma_http *open_http(ma_etcd *c, const char *url, ma_err *e)
 	ho.connect_timeout_ms = c->dial_ms;
 	ho.timeout_ms = c->req_ms;
 	ho.user_agent = "moonadm-etcd";
+	ho.max_body = c->max_body;
 	ma_err he = {0};
 	ma_http *h = ma_http_new(&ho, &he);
 	if (!h) {
@@ -192,6 +194,7 @@ ma_etcd *ma_etcd_new(const ma_etcd_opts *o, ma_err *e)
 	}
 	c->dial_ms = o->dial_timeout_ms > 0 ? o->dial_timeout_ms : 2000;
 	c->req_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 5000;
+	c->max_body = o->max_body ? o->max_body : MA_ETCD_MAX_BODY_DEFAULT;
 	int oom = 0;
 #define COPY(dst, len, src, srclen)                                                  \
 	if (src) {                                                                   \
@@ -291,6 +294,33 @@ static void appendf(char *buf, size_t cap, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What an answer is: 1 with *out (a 2xx JSON object, parsed), 0 when etcd answered with an error
+ * (e: its message and gRPC code), -1 when it is not an etcd answer (e filled). */
+static int classify_answer(const char *body, size_t len, long status, const char *ep, const char *label,
+			   ma_json **out, ma_err *e)
+{
+	ma_err je = {0};
+	ma_json *j = ma_json_parse(body, len, &je);
+	const char *msg;
+	int code;
+	if (status >= 200 && status < 300 && j && j->type == MA_JSON_OBJECT) {
+		*out = j;
+		return 1;
+	}
+	if (j && etcd_error(j, &msg, &code)) {
+		ma_fail(e, "%s: %s: %s (%s)", ep, label, msg, grpc_camel[code]);
+		e->code = code;
+		ma_json_free(j);
+		return status == 503 ? -1 : 0; /* Unavailable (no leader, ...): another member may do */
+	}
+	char sn[128];
+	shorten(sn, sizeof sn, body, len);
+	ma_fail(e, "%s: %s: HTTP %ld, not an etcd answer: %s", ep, label, status, sn[0] ? sn : "(empty body)");
+	e->code = MA_ETCD_EPROTO;
+	ma_json_free(j);
+	return -1;
+}
+
 /* One request to one endpoint. Returns 1 with *out (2xx, parsed), 0 when etcd answered with an
  * error (e filled with its message and gRPC code), -1 when the endpoint did not answer as etcd
  * (e filled; the caller may fail over). */
@@ -308,33 +338,14 @@ static int call_one(ma_http *h, const char *ep, const char *method, const char *
 	if (ma_http_do(h, &r, &resp, &he) < 0) {
 		ma_http_resp_free(&resp);
 		ma_fail(e, "%s: %s", ep, he.msg);
-		e->code = he.code == MA_HTTP_ETLS ? MA_ETCD_ETLS : MA_ETCD_EUNREACHABLE;
+		e->code = he.code == MA_HTTP_ETLS ? MA_ETCD_ETLS
+			  : he.code == MA_HTTP_ETOOLARGE ? MA_ETCD_EPROTO : MA_ETCD_EUNREACHABLE;
 		return -1;
 	}
 	*status = resp.status;
-	ma_err je = {0};
-	ma_json *j = ma_json_parse(resp.body, resp.body_len, &je);
-	const char *msg;
-	int code;
-	if (resp.status >= 200 && resp.status < 300 && j && j->type == MA_JSON_OBJECT) {
-		ma_http_resp_free(&resp);
-		*out = j;
-		return 1;
-	}
-	if (j && etcd_error(j, &msg, &code)) {
-		ma_fail(e, "%s: %s: %s (%s)", ep, label, msg, grpc_camel[code]);
-		e->code = code;
-		ma_json_free(j);
-		ma_http_resp_free(&resp);
-		return resp.status == 503 ? -1 : 0; /* Unavailable (no leader, ...): another member may do */
-	}
-	char sn[128];
-	shorten(sn, sizeof sn, resp.body, resp.body_len);
-	ma_fail(e, "%s: %s: HTTP %ld, not an etcd answer: %s", ep, label, resp.status, sn[0] ? sn : "(empty body)");
-	e->code = MA_ETCD_EPROTO;
-	ma_json_free(j);
+	int rc = classify_answer(resp.body, resp.body_len, resp.status, ep, label, out, e);
 	ma_http_resp_free(&resp);
-	return -1;
+	return rc;
 }
 
 /* A cluster call: the endpoints in order until one answers. */
@@ -377,9 +388,19 @@ static int call(ma_etcd *c, const char *path, const char *body, const char *labe
 
 /* ---- decoding ---- */
 
-static char **strlist(const ma_json *a, size_t *n, int *oom)
+/* A JSON string only (ma_json_str also gives a number's text: no name or URL is a number) */
+static const char *jstr(const ma_json *v)
+{
+	return v && v->type == MA_JSON_STRING ? v->s : NULL;
+}
+
+/* A list of strings: absent is empty (the gateway omits empty lists); another type, or an
+ * element that is not a string, sets *bad. */
+static char **strlist(const ma_json *a, size_t *n, int *oom, int *bad)
 {
 	*n = 0;
+	if (a && a->type != MA_JSON_ARRAY)
+		*bad = 1;
 	if (!a || a->type != MA_JSON_ARRAY || a->n == 0)
 		return NULL;
 	char **v = calloc(a->n, sizeof *v);
@@ -388,9 +409,11 @@ static char **strlist(const ma_json *a, size_t *n, int *oom)
 		return NULL;
 	}
 	for (const ma_json *x = a->child; x; x = x->next) {
-		const char *s = ma_json_str(x);
-		if (!s)
+		const char *s = jstr(x);
+		if (!s) {
+			*bad = 1;
 			continue;
+		}
 		if (!(v[*n] = strdup(s))) {
 			*oom = 1;
 			break;
@@ -420,43 +443,68 @@ static int member_decode(const ma_json *j, ma_etcd_member *m, const char *ep, ma
 		e->code = MA_ETCD_EPROTO;
 		return -1;
 	}
-	int oom = 0;
-	const char *name = ma_json_str(ma_json_get(j, "name"));
+	int oom = 0, bad = 0;
+	const ma_json *jn = ma_json_get(j, "name"), *jl = ma_json_get(j, "isLearner");
+	const char *name = jstr(jn);
+	if (jn && !name)
+		bad = 1;
+	if (jl && jl->type != MA_JSON_TRUE && jl->type != MA_JSON_FALSE)
+		bad = 1;
 	if (!(m->name = strdup(name ? name : "")))
 		oom = 1;
-	m->peer_urls = strlist(ma_json_get(j, "peerURLs"), &m->n_peer_urls, &oom);
-	m->client_urls = strlist(ma_json_get(j, "clientURLs"), &m->n_client_urls, &oom);
-	m->is_learner = ma_json_bool(ma_json_get(j, "isLearner"), 0);
+	m->peer_urls = strlist(ma_json_get(j, "peerURLs"), &m->n_peer_urls, &oom, &bad);
+	m->client_urls = strlist(ma_json_get(j, "clientURLs"), &m->n_client_urls, &oom, &bad);
+	m->is_learner = ma_json_bool(jl, 0);
 	if (oom) {
 		member_clear(m);
 		return ma_fail(e, "etcd: out of memory");
 	}
-	return 0;
-}
-
-static int members_decode(const ma_json *j, const char *ep, ma_etcd_members *out, ma_err *e)
-{
-	const ma_json *hd = ma_json_get(j, "header");
-	ma_json_u64(ma_json_get(hd, "cluster_id"), &out->cluster_id);
-	ma_json_u64(ma_json_get(hd, "member_id"), &out->member_id);
-	ma_json_u64(ma_json_get(hd, "raft_term"), &out->raft_term);
-	if (!(out->endpoint = strdup(ep)))
-		return ma_fail(e, "etcd: out of memory");
-	const ma_json *ms = ma_json_get(j, "members");
-	if (ms && ms->type != MA_JSON_ARRAY) {
-		ma_fail(e, "etcd: %s: \"members\" is not a list", ep);
+	if (bad || m->n_peer_urls == 0) { /* a member always has a peer URL: every decision is made on it */
+		char hex[17];
+		ma_etcd_id_hex(m->id, hex);
+		member_clear(m);
+		ma_fail(e, "etcd: %s: member %s: %s", ep, hex,
+			bad ? "\"name\", \"peerURLs\", \"clientURLs\" or \"isLearner\" of the wrong type"
+			    : "no \"peerURLs\"");
 		e->code = MA_ETCD_EPROTO;
 		return -1;
 	}
-	if (ms && ms->n) {
-		if (!(out->v = calloc(ms->n, sizeof *out->v)))
-			return ma_fail(e, "etcd: out of memory");
-		for (const ma_json *x = ms->child; x; x = x->next) {
-			if (member_decode(x, &out->v[out->n], ep, e) < 0)
-				return -1;
-			out->n++;
-		}
+	return 0;
+}
+
+static int proto_fail(ma_err *e, const char *fmt, const char *ep, const char *label)
+{
+	ma_fail(e, fmt, ep, label);
+	e->code = MA_ETCD_EPROTO;
+	return -1;
+}
+
+/* An answer of the wrong shape is an error, never an empty result: a 200 without "members"
+ * would read as a cluster with no member, and a reset or join would act on it. */
+static int members_decode(const ma_json *j, const char *ep, const char *label, ma_etcd_members *out, ma_err *e)
+{
+	if (!(out->endpoint = strdup(ep)))
+		return ma_fail(e, "etcd: out of memory");
+	const ma_json *ms = ma_json_get(j, "members");
+	if (!ms)
+		return proto_fail(e, "etcd: %s: %s: the answer has no \"members\" (a cluster always has one)", ep, label);
+	if (ms->type != MA_JSON_ARRAY)
+		return proto_fail(e, "etcd: %s: %s: \"members\" is not a list", ep, label);
+	if (ms->n == 0)
+		return proto_fail(e, "etcd: %s: %s: \"members\" is empty (a cluster always has one)", ep, label);
+	if (!(out->v = calloc(ms->n, sizeof *out->v)))
+		return ma_fail(e, "etcd: out of memory");
+	for (const ma_json *x = ms->child; x; x = x->next) {
+		if (member_decode(x, &out->v[out->n], ep, e) < 0)
+			return -1;
+		out->n++;
 	}
+	const ma_json *hd = ma_json_get(j, "header");
+	if (!hd || hd->type != MA_JSON_OBJECT || ma_json_u64(ma_json_get(hd, "cluster_id"), &out->cluster_id) < 0)
+		return proto_fail(e, "etcd: %s: %s: the answer has no header with a cluster_id: not an etcd answer",
+				  ep, label);
+	ma_json_u64(ma_json_get(hd, "member_id"), &out->member_id);
+	ma_json_u64(ma_json_get(hd, "raft_term"), &out->raft_term);
 	const ma_json *added = ma_json_get(j, "member");
 	if (added) {
 		if (member_decode(added, &out->added, ep, e) < 0)
@@ -486,7 +534,7 @@ static int members_call(ma_etcd *c, const char *path, const char *body, const ch
 	const char *ep = NULL;
 	if (call(c, path, body, label, &j, &ep, e) < 0)
 		return -1;
-	int rc = members_decode(j, ep, out, e);
+	int rc = members_decode(j, ep, label, out, e);
 	ma_json_free(j);
 	return rc;
 }
@@ -583,6 +631,43 @@ static ma_http *pick(ma_etcd *c, size_t i, const char *url, const char **ep, ma_
 	return c->h[i];
 }
 
+/* Reads a status answer (takes j). */
+static int status_decode(ma_json *j, const char *ep, ma_etcd_status *out, ma_err *e)
+{
+	int oom = 0, bad = 0;
+	const ma_json *hd = ma_json_get(j, "header");
+	const char *v = ma_json_str(ma_json_get(j, "version"));
+	if (!v || !*v || ma_json_u64(ma_json_get(hd, "member_id"), &out->member_id) < 0) {
+		ma_fail(e, "etcd: %s: status: the answer has no %s: not an etcd status", ep,
+			!v || !*v ? "\"version\"" : "header.member_id");
+		e->code = MA_ETCD_EPROTO;
+		ma_json_free(j);
+		return -1;
+	}
+	ma_json_u64(ma_json_get(j, "leader"), &out->leader);
+	ma_json_u64(ma_json_get(j, "raftIndex"), &out->raft_index);
+	ma_json_u64(ma_json_get(j, "raftTerm"), &out->raft_term);
+	ma_json_u64(ma_json_get(j, "raftAppliedIndex"), &out->raft_applied_index);
+	ma_json_u64(ma_json_get(j, "dbSize"), &out->db_size);
+	ma_json_u64(ma_json_get(j, "dbSizeInUse"), &out->db_size_in_use);
+	out->is_learner = ma_json_bool(ma_json_get(j, "isLearner"), 0);
+	if (!(out->version = strdup(v)) || !(out->endpoint = strdup(ep)))
+		oom = 1;
+	out->errors = strlist(ma_json_get(j, "errors"), &out->n_errors, &oom, &bad);
+	ma_json_free(j);
+	if (oom) {
+		ma_etcd_status_free(out);
+		return ma_fail(e, "etcd: out of memory");
+	}
+	if (bad) {
+		ma_etcd_status_free(out);
+		ma_fail(e, "etcd: %s: status: \"errors\" is not a list of strings", ep);
+		e->code = MA_ETCD_EPROTO;
+		return -1;
+	}
+	return 0;
+}
+
 int ma_etcd_endpoint_status(ma_etcd *c, size_t i, const char *url, ma_etcd_status *out, ma_err *e)
 {
 	memset(out, 0, sizeof *out);
@@ -600,26 +685,7 @@ int ma_etcd_endpoint_status(ma_etcd *c, size_t i, const char *url, ma_etcd_statu
 		e->code = one.code;
 		return -1;
 	}
-	int oom = 0;
-	const ma_json *hd = ma_json_get(j, "header");
-	ma_json_u64(ma_json_get(hd, "member_id"), &out->member_id);
-	ma_json_u64(ma_json_get(j, "leader"), &out->leader);
-	ma_json_u64(ma_json_get(j, "raftIndex"), &out->raft_index);
-	ma_json_u64(ma_json_get(j, "raftTerm"), &out->raft_term);
-	ma_json_u64(ma_json_get(j, "raftAppliedIndex"), &out->raft_applied_index);
-	ma_json_u64(ma_json_get(j, "dbSize"), &out->db_size);
-	ma_json_u64(ma_json_get(j, "dbSizeInUse"), &out->db_size_in_use);
-	out->is_learner = ma_json_bool(ma_json_get(j, "isLearner"), 0);
-	const char *v = ma_json_str(ma_json_get(j, "version"));
-	if (!(out->version = strdup(v ? v : "")) || !(out->endpoint = strdup(ep)))
-		oom = 1;
-	out->errors = strlist(ma_json_get(j, "errors"), &out->n_errors, &oom);
-	ma_json_free(j);
-	if (oom) {
-		ma_etcd_status_free(out);
-		return ma_fail(e, "etcd: out of memory");
-	}
-	return 0;
+	return status_decode(j, ep, out, e);
 }
 
 void ma_etcd_status_free(ma_etcd_status *s)
@@ -632,6 +698,34 @@ void ma_etcd_status_free(ma_etcd_status *s)
 		free(s->errors[i]);
 	free(s->errors);
 	memset(s, 0, sizeof *s);
+}
+
+/* Reads a /health answer: {"health":"true"|"false","reason":...} at any status. */
+static int health_decode(const char *body, size_t len, long status, const char *ep, ma_etcd_health *out, ma_err *e)
+{
+	ma_err je = {0};
+	ma_json *j = ma_json_parse(body, len, &je);
+	const char *hs = ma_json_str(ma_json_get(j, "health"));
+	if (!hs) {
+		char sn[128];
+		shorten(sn, sizeof sn, body, len);
+		ma_fail(e, "etcd: %s: health: HTTP %ld, not an etcd answer: %s", ep, status,
+			sn[0] ? sn : "(empty body)");
+		e->code = MA_ETCD_EPROTO;
+		ma_json_free(j);
+		return -1;
+	}
+	out->healthy = strcmp(hs, "true") == 0;
+	out->status = status;
+	const char *reason = ma_json_str(ma_json_get(j, "reason"));
+	out->reason = strdup(reason ? reason : "");
+	out->endpoint = strdup(ep);
+	ma_json_free(j);
+	if (!out->reason || !out->endpoint) {
+		ma_etcd_health_free(out);
+		return ma_fail(e, "etcd: out of memory");
+	}
+	return 0;
 }
 
 int ma_etcd_endpoint_health(ma_etcd *c, size_t i, const char *url, ma_etcd_health *out, ma_err *e)
@@ -651,34 +745,13 @@ int ma_etcd_endpoint_health(ma_etcd *c, size_t i, const char *url, ma_etcd_healt
 	if (rc < 0) {
 		ma_http_resp_free(&resp);
 		ma_fail(e, "etcd: %s: %s", ep, he.msg);
-		e->code = he.code == MA_HTTP_ETLS ? MA_ETCD_ETLS : MA_ETCD_EUNREACHABLE;
+		e->code = he.code == MA_HTTP_ETLS ? MA_ETCD_ETLS
+			  : he.code == MA_HTTP_ETOOLARGE ? MA_ETCD_EPROTO : MA_ETCD_EUNREACHABLE;
 		return -1;
 	}
-	ma_err je = {0};
-	ma_json *j = ma_json_parse(resp.body, resp.body_len, &je);
-	const char *hs = ma_json_str(ma_json_get(j, "health"));
-	if (!hs) {
-		char sn[128];
-		shorten(sn, sizeof sn, resp.body, resp.body_len);
-		ma_fail(e, "etcd: %s: health: HTTP %ld, not an etcd answer: %s", ep, resp.status,
-			sn[0] ? sn : "(empty body)");
-		e->code = MA_ETCD_EPROTO;
-		ma_json_free(j);
-		ma_http_resp_free(&resp);
-		return -1;
-	}
-	out->healthy = strcmp(hs, "true") == 0;
-	out->status = resp.status;
-	const char *reason = ma_json_str(ma_json_get(j, "reason"));
-	out->reason = strdup(reason ? reason : "");
-	out->endpoint = strdup(ep);
-	ma_json_free(j);
+	rc = health_decode(resp.body, resp.body_len, resp.status, ep, out, e);
 	ma_http_resp_free(&resp);
-	if (!out->reason || !out->endpoint) {
-		ma_etcd_health_free(out);
-		return ma_fail(e, "etcd: out of memory");
-	}
-	return 0;
+	return rc;
 }
 
 void ma_etcd_health_free(ma_etcd_health *h)
@@ -688,4 +761,40 @@ void ma_etcd_health_free(ma_etcd_health *h)
 	free(h->endpoint);
 	free(h->reason);
 	memset(h, 0, sizeof *h);
+}
+
+/* ---- answers without a transport (engine/etcd.h: the fuzz targets' entry points) ---- */
+
+int ma_etcd_members_parse(const char *body, size_t len, long status, const char *ep, ma_etcd_members *out, ma_err *e)
+{
+	memset(out, 0, sizeof *out);
+	ma_json *j = NULL;
+	ma_err one = {0};
+	if (classify_answer(body, len, status, ep, "member list", &j, &one) != 1) {
+		ma_fail(e, "etcd: %s", one.msg);
+		e->code = one.code;
+		return -1;
+	}
+	int rc = members_decode(j, ep, "member list", out, e);
+	ma_json_free(j);
+	return rc;
+}
+
+int ma_etcd_status_parse(const char *body, size_t len, long status, const char *ep, ma_etcd_status *out, ma_err *e)
+{
+	memset(out, 0, sizeof *out);
+	ma_json *j = NULL;
+	ma_err one = {0};
+	if (classify_answer(body, len, status, ep, "status", &j, &one) != 1) {
+		ma_fail(e, "etcd: %s", one.msg);
+		e->code = one.code;
+		return -1;
+	}
+	return status_decode(j, ep, out, e);
+}
+
+int ma_etcd_health_parse(const char *body, size_t len, long status, const char *ep, ma_etcd_health *out, ma_err *e)
+{
+	memset(out, 0, sizeof *out);
+	return health_decode(body, len, status, ep, out, e);
 }

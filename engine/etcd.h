@@ -40,7 +40,12 @@ typedef struct ma_etcd_opts {
 	size_t key_pem_len;
 	long dial_timeout_ms;         /* connect timeout per endpoint; 0: 2000 (kubeadm's dial timeout) */
 	long request_timeout_ms;      /* whole request per endpoint; 0: 5000 */
+	size_t max_body;              /* cap on one answer's body (bytes); 0: MA_ETCD_MAX_BODY_DEFAULT */
 } ma_etcd_opts;
+
+/* Member lists, status and health answers are a few KiB; a body over the cap fails the call
+ * (MA_ETCD_EPROTO, naming the endpoint and the cap) without being read further. */
+#define MA_ETCD_MAX_BODY_DEFAULT ((size_t)4 << 20)
 
 typedef struct ma_etcd_member {
 	uint64_t id;
@@ -92,7 +97,9 @@ const char *ma_etcd_endpoint(const ma_etcd *c, size_t i);
 int ma_etcd_add_endpoint(ma_etcd *c, const char *url, ma_err *e);
 
 /* Cluster calls, with endpoint failover. Fill *out (free with ma_etcd_members_free, also after a
- * failure). 0 / -1. */
+ * failure). 0 / -1. An answer of the wrong shape is an error (MA_ETCD_EPROTO), never an empty
+ * result: every answer must carry a header with a cluster_id and a non-empty "members" list (a
+ * cluster always has a member), each member a uint64 "ID"; member add also the new "member". */
 int ma_etcd_member_list(ma_etcd *c, int linearizable, ma_etcd_members *out, ma_err *e);
 int ma_etcd_member_add(ma_etcd *c, const char *const *peer_urls, size_t n, int learner,
 		       ma_etcd_members *out, ma_err *e);
@@ -101,13 +108,20 @@ int ma_etcd_member_remove(ma_etcd *c, uint64_t id, ma_etcd_members *out, ma_err 
 void ma_etcd_members_free(ma_etcd_members *m);
 
 /* Per-endpoint calls, no failover: endpoint i of the client (i < count), or any URL (`url`
- * non-NULL wins; a URL not in the list gets a temporary connection with the same credentials). */
+ * non-NULL wins; a URL not in the list gets a temporary connection with the same credentials).
+ * A status answer without a version or without header.member_id is MA_ETCD_EPROTO. */
 int ma_etcd_endpoint_status(ma_etcd *c, size_t i, const char *url, ma_etcd_status *out, ma_err *e);
 void ma_etcd_status_free(ma_etcd_status *s);
 /* GET /health: an unhealthy member (HTTP 503 with {"health":"false"}) is a success with
  * healthy = 0; only a transport failure or a non-etcd answer fails. */
 int ma_etcd_endpoint_health(ma_etcd *c, size_t i, const char *url, ma_etcd_health *out, ma_err *e);
 void ma_etcd_health_free(ma_etcd_health *h);
+
+/* The decoders of the calls above without a transport: an answer body with its HTTP status, as
+ * endpoint ep sent it (what the fuzz targets feed). Same results and errors as the calls. */
+int ma_etcd_members_parse(const char *body, size_t len, long status, const char *ep, ma_etcd_members *out, ma_err *e);
+int ma_etcd_status_parse(const char *body, size_t len, long status, const char *ep, ma_etcd_status *out, ma_err *e);
+int ma_etcd_health_parse(const char *body, size_t len, long status, const char *ep, ma_etcd_health *out, ma_err *e);
 
 /* Member IDs: decimal (the gateway's form) and hex (etcdctl's and kubeadm's %x form). */
 int ma_etcd_id_parse(const char *s, uint64_t *id);          /* decimal digits only; 0 / -1 */

@@ -21,6 +21,7 @@ struct ma_http {
 	size_t ca_pem_len, cert_pem_len, key_pem_len;
 	int insecure;
 	long connect_timeout_ms, timeout_ms;
+	size_t max_body;              /* default cap on a buffered body */
 	CURL *curl;                   /* the endpoint's handle: its connection cache is reused */
 	int busy;                     /* a transfer is running on curl (reentrancy from a sink) */
 };
@@ -32,6 +33,7 @@ const char *ma_http_errkind_name(int code)
 	case MA_HTTP_ETIMEOUT: return "timeout";
 	case MA_HTTP_ETLS: return "tls";
 	case MA_HTTP_EOPTS: return "options";
+	case MA_HTTP_ETOOLARGE: return "too_large";
 	default: return "other";
 	}
 }
@@ -171,6 +173,7 @@ ma_http *ma_http_new(const ma_http_opts *o, ma_err *e)
 	h->insecure = o->insecure;
 	h->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
 	h->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 0;
+	h->max_body = o->max_body ? o->max_body : MA_HTTP_MAX_BODY_DEFAULT;
 	if (!(h->curl = curl_easy_init()))
 		goto oom;
 	return h;
@@ -285,6 +288,12 @@ struct xfer {
 	size_t hcap, bcap;
 	const ma_http_req *req;
 	int oom;
+	size_t max_body;        /* cap on the buffered body */
+	size_t hdr_bytes;       /* header bytes and lines of the whole transfer (1xx included) */
+	unsigned hdr_lines;
+	int body_over;          /* the body passed max_body: 1 while streaming, 2 announced */
+	int hdr_over;           /* the headers passed their cap */
+	curl_off_t announced;   /* Content-Length of a body over the cap */
 };
 
 static int append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
@@ -309,6 +318,11 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = sz * n;
+	x->hdr_bytes += len;
+	if (++x->hdr_lines > MA_HTTP_MAX_HEADER_LINES || x->hdr_bytes > MA_HTTP_MAX_HEADER_BYTES) {
+		x->hdr_over = 1;
+		return 0; /* CURLE_WRITE_ERROR: stop reading now */
+	}
 	if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) /* a new response (after 100 Continue, ...) */
 		x->resp->headers_len = 0;
 	if (append(&x->resp->headers, &x->resp->headers_len, &x->hcap, p, len) < 0) {
@@ -332,6 +346,19 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 			}
 			return len;
 		}
+	}
+	if (x->resp->body_len == 0) { /* first chunk: a Content-Length over the cap stops here */
+		curl_off_t cl = -1;
+		if (curl_easy_getinfo(x->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl >= 0 &&
+		    (uint64_t)cl > (uint64_t)x->max_body) {
+			x->body_over = 2;
+			x->announced = cl;
+			return 0;
+		}
+	}
+	if (len > x->max_body - x->resp->body_len) { /* body_len <= max_body always holds */
+		x->body_over = 1;
+		return 0; /* CURLE_WRITE_ERROR: the transfer is aborted, nothing past the cap is kept */
 	}
 	if (append(&x->resp->body, &x->resp->body_len, &x->bcap, p, len) < 0) {
 		x->oom = 1;
@@ -459,7 +486,7 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 		curl_easy_reset(c);
 	}
 
-	struct xfer x = {.c = c, .resp = resp, .req = r};
+	struct xfer x = {.c = c, .resp = resp, .req = r, .max_body = r->max_body ? r->max_body : h->max_body};
 	struct curl_slist *hdrs = NULL;
 	int oom = 0;
 	hdrs = slist_add(hdrs, "Expect:", &oom);
@@ -515,7 +542,18 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 		rc = CURLE_OK; /* the sink said stop: a normal end */
 	}
 	if (rc != CURLE_OK || x.oom) {
-		if (x.oom) {
+		if (x.hdr_over) {
+			ma_fail(e, "http: %s %s: the response headers exceed the limit of %zu bytes or %d lines: "
+				   "stopped reading", method, url, (size_t)MA_HTTP_MAX_HEADER_BYTES, MA_HTTP_MAX_HEADER_LINES);
+			e->code = MA_HTTP_ETOOLARGE;
+		} else if (x.body_over) {
+			char ann[64] = "";
+			if (x.body_over == 2)
+				snprintf(ann, sizeof ann, " (Content-Length %lld)", (long long)x.announced);
+			ma_fail(e, "http: %s %s: the response body is larger than the limit of %zu bytes%s: stopped reading "
+				   "(HTTP %ld)", method, url, x.max_body, ann, resp->status);
+			e->code = MA_HTTP_ETOOLARGE;
+		} else if (x.oom) {
 			ma_fail(e, "http: %s %s: out of memory", method, url);
 			e->code = MA_HTTP_EOTHER;
 		} else {
@@ -589,4 +627,33 @@ long ma_http_header(const ma_http_resp *r, const char *name, char *out, size_t o
 		p = eol + 1;
 	}
 	return -1;
+}
+
+int ma_http_header_next(const ma_http_resp *r, size_t *pos, const char **name, size_t *name_len, const char **value,
+			size_t *value_len)
+{
+	if (!r->headers)
+		return 0;
+	const char *end = r->headers + r->headers_len;
+	while (*pos < r->headers_len) {
+		const char *p = r->headers + *pos;
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		*pos = (size_t)(eol - r->headers) + (eol < end ? 1 : 0);
+		const char *colon = memchr(p, ':', (size_t)(eol - p));
+		if (!colon || colon == p || ((size_t)(eol - p) >= 5 && strncmp(p, "HTTP/", 5) == 0))
+			continue;
+		const char *v = colon + 1, *ve = eol;
+		while (v < ve && (*v == ' ' || *v == '\t'))
+			v++;
+		while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		*name = p;
+		*name_len = (size_t)(colon - p);
+		*value = v;
+		*value_len = (size_t)(ve - v);
+		return 1;
+	}
+	return 0;
 }

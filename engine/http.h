@@ -8,6 +8,15 @@
 #include <stddef.h>
 #include "err.h"
 
+/* Size caps on what a server sends back (a hostile or broken server must not make us buffer
+ * without bound): the body of one response (per handle and per request; a request may lower or
+ * raise it), and the header block of one transfer (bytes and lines, 1xx responses included). A
+ * body over its cap aborts the transfer at the first byte past it (or at once when Content-Length
+ * announces more): ma_http_do fails with MA_HTTP_ETOOLARGE and a message naming the URL and the cap. */
+#define MA_HTTP_MAX_BODY_DEFAULT ((size_t)64 << 20) /* 64 MiB: a page of a large list */
+#define MA_HTTP_MAX_HEADER_BYTES ((size_t)256 << 10) /* 256 KiB of header lines per transfer */
+#define MA_HTTP_MAX_HEADER_LINES 512                 /* header lines per transfer */
+
 typedef struct ma_http ma_http;
 
 typedef struct ma_http_opts {
@@ -24,10 +33,13 @@ typedef struct ma_http_opts {
 	long connect_timeout_ms;   /* 0: 10 s */
 	long timeout_ms;           /* default whole-request timeout; 0: none */
 	const char *user_agent;    /* 0: "moonadm" */
+	size_t max_body;           /* cap on a buffered response body, bytes; 0: MA_HTTP_MAX_BODY_DEFAULT */
 } ma_http_opts;
 
 /* Streaming body sink: called with each chunk of a 2xx body; return nonzero to stop the transfer
- * (ma_http_do then returns 0 with resp->stopped set). Non-2xx bodies are buffered as usual. */
+ * (ma_http_do then returns 0 with resp->stopped set). Non-2xx bodies are buffered as usual (and
+ * capped). A streamed body is not capped as a whole (a watch is endless by design): the sink
+ * bounds what it keeps (kube.client's watch caps one event at the request's max_body). */
 typedef int (*ma_http_sink)(const char *buf, size_t len, void *ud);
 
 typedef struct ma_http_req {
@@ -40,6 +52,7 @@ typedef struct ma_http_req {
 	long timeout_ms;           /* 0: the handle's default; <0: none */
 	ma_http_sink sink;         /* 0: buffer the body in resp->body */
 	void *sink_ud;
+	size_t max_body;           /* cap on the buffered body, bytes; 0: the handle's */
 } ma_http_req;
 
 typedef struct ma_http_resp {
@@ -60,8 +73,10 @@ enum ma_http_errkind {
 	MA_HTTP_ETIMEOUT,    /* timed out: retryable for idempotent requests */
 	MA_HTTP_ETLS,        /* TLS handshake or verification: not retryable */
 	MA_HTTP_EOPTS,       /* bad option (not a PEM, missing server) */
+	MA_HTTP_ETOOLARGE,   /* the body or the headers passed their cap: not retryable */
 };
-const char *ma_http_errkind_name(int code); /* "connect", "timeout", "tls", "options", "other" */
+/* "connect", "timeout", "tls", "options", "too_large", "other" */
+const char *ma_http_errkind_name(int code);
 
 ma_http *ma_http_new(const ma_http_opts *o, ma_err *e);
 void ma_http_free(ma_http *h);
@@ -76,6 +91,12 @@ void ma_http_resp_free(ma_http_resp *r);
 /* Finds a response header (case-insensitive name); copies its value (trimmed) into out.
  * Returns the value's length, or -1 when absent. */
 long ma_http_header(const ma_http_resp *r, const char *name, char *out, size_t outlen);
+
+/* Iterates the header lines of r: from *pos (start at 0), the next "Name: value" line (status lines
+ * and lines without a colon or with an empty name are skipped); name/value point into r->headers,
+ * the value trimmed. Returns 1 and advances *pos, 0 at the end. */
+int ma_http_header_next(const ma_http_resp *r, size_t *pos, const char **name, size_t *name_len, const char **value,
+			size_t *value_len);
 
 /* Percent-encodes s (RFC 3986 unreserved characters kept). malloc'd, NULL when out of memory. */
 char *ma_http_escape(const char *s, size_t len);

@@ -1,7 +1,13 @@
 -- The kubeadm:cluster-admins ClusterRoleBinding (kubeadm EnsureAdminClusterRoleBinding): admin.conf's
 -- user is in the group kubeadm:cluster-admins, which has no rights until this binding exists. Try
--- with admin.conf; if forbidden, create it with super-admin.conf (system:masters); other errors
--- are retried every 500 ms up to the API-call timeout. Returns the admin.conf client.
+-- with admin.conf (created, or 409 AlreadyExists: it is authorized); if forbidden, create it with
+-- super-admin.conf (system:masters); other errors are retried every 500 ms up to the API-call
+-- timeout. Returns the admin.conf client, once it is authorized: the apiserver's RBAC authorizer
+-- learns of a new binding through its informer, a moment after the create returned, and until
+-- then admin.conf's requests get 403 (issue 18: 1 init in 20 failed in upload-config). So after
+-- super-admin created (or found) the binding, admin.conf polls a SelfSubjectAccessReview for
+-- every verb on every resource (any authenticated user may ask) until RBAC says allowed, within
+-- the same timeout; a 403 that persists fails naming the user and the binding.
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local log = require "log"
@@ -10,6 +16,7 @@ local capi = require "cluster.api"
 local M = {}
 
 M.NAME = "kubeadm:cluster-admins"
+M.AUTH_POLL = 0.1 -- seconds between authorization checks (propagation takes milliseconds)
 
 function M.binding()
   return {
@@ -20,6 +27,52 @@ function M.binding()
   }
 end
 
+local function review()
+  return { apiVersion = "authorization.k8s.io/v1", kind = "SelfSubjectAccessReview",
+    spec = { resourceAttributes = { verb = "*", group = "*", resource = "*" } } }
+end
+
+-- Who admin.conf is, for a message (a SelfSubjectReview; its certificate's names when that fails).
+local function whoami(admin)
+  local r = admin:create({ apiVersion = "authentication.k8s.io/v1", kind = "SelfSubjectReview" }, { timeout = 5 })
+  local ui = type(r) == "table" and type(r.status) == "table" and type(r.status.userInfo) == "table" and r.status.userInfo
+  if ui and type(ui.username) == "string" then
+    local groups = type(ui.groups) == "table" and table.concat(ui.groups, ", ") or ""
+    return ("%q (groups %s)"):format(ui.username, groups)
+  end
+  return "the user of " .. capi.ADMIN_CONF
+end
+
+-- Polls until admin.conf is authorized for everything, or raises at the deadline.
+function M.wait_authorized(admin, deadline, timeout)
+  local t0, n, last = core.now(), 0, nil
+  while true do
+    n = n + 1
+    local r, err = admin:create(review(), { timeout = math.max(1, deadline - core.now()) })
+    if r then
+      local st = type(r) == "table" and r.status
+      if type(st) == "table" and st.allowed == true then
+        if n > 1 then
+          log.v(1, "[kubeconfig] %s is authorized by the %s ClusterRoleBinding after %s (%d checks)", capi.ADMIN_CONF,
+            M.NAME, capi.go_duration(core.now() - t0), n)
+        end
+        return true
+      end
+      last = type(st) == "table" and ("RBAC does not allow it yet%s"):format(
+        type(st.reason) == "string" and st.reason ~= "" and (": " .. st.reason) or "")
+        or "a SelfSubjectAccessReview answer without a status"
+    else
+      last = tostring(err)
+    end
+    if core.now() >= deadline then
+      error(("%s (%s) is still not authorized by the %s ClusterRoleBinding (ClusterRole cluster-admin for the group %s) " ..
+        "%s after it was created: %s"):format(capi.ADMIN_CONF, whoami(admin), M.NAME, M.NAME,
+        capi.go_duration(timeout), last), 0)
+    end
+    core.sleep(M.AUTH_POLL)
+  end
+end
+
 function M.ensure(ctx)
   local admin = capi.from_kubeconfig(ctx, capi.ADMIN_CONF)
   if ctx.dry_run then return admin end
@@ -28,6 +81,7 @@ function M.ensure(ctx)
   local last
   while true do
     local _, err = admin:create(M.binding())
+    -- created, or AlreadyExists: the request passed authorization, so admin.conf has its rights
     if not err or err.code == 409 then return admin end
     last = err
     if err.code == 403 then
@@ -40,7 +94,10 @@ function M.ensure(ctx)
       local super = capi.from_kubeconfig(ctx, capi.SUPER_ADMIN_CONF)
       local _, serr = super:create(M.binding())
       super:close()
-      if not serr or serr.code == 409 then return admin end
+      if not serr or serr.code == 409 then
+        M.wait_authorized(admin, deadline, timeout)
+        return admin
+      end
       last = serr
     end
     if core.now() >= deadline then

@@ -23,8 +23,13 @@ function M.one_line(text) return (text:gsub("\\\n", ""):gsub("\t", "")) end
 -- host:port of a server URL.
 function M.endpoint(server) return (server:gsub("^https://", ""):gsub("/.*$", "")) end
 
--- sha256:<hex> pins of every certificate in a CA bundle.
-function M.hashes(ca_pem)
+-- sha256:<hex> pins of every certificate in a CA bundle. `src` names where the bundle came from
+-- (for the message when there is none: a kubeconfig without certificate-authority data).
+function M.hashes(ca_pem, src)
+  if type(ca_pem) ~= "string" or ca_pem == "" then
+    error(("%s has no certificate authority for its cluster (certificate-authority-data or certificate-authority): " ..
+      "the join command's --discovery-token-ca-cert-hash is the pin of the cluster CA"):format(src or "the kubeconfig"), 0)
+  end
   local certs, err = pki.read_certs(ca_pem)
   if not certs then error("parsing the cluster CA: " .. tostring(err), 0) end
   local out = {}

@@ -216,6 +216,9 @@ end
 
 -- The cluster-info kubeconfig text: one cluster named "" with server and CA data (clientcmd.Write).
 function M.cluster_info_kubeconfig(server, ca_pem)
+  if type(ca_pem) ~= "string" or ca_pem == "" then
+    error("the cluster-info ConfigMap needs the cluster CA, and none was given", 0)
+  end
   return ("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: %s\n    server: %s\n  name: \"\"\n" ..
     "contexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {}\nusers: null\n"):format(api.b64encode(ca_pem), server)
 end
@@ -241,8 +244,25 @@ function M.init_tokens(ctx)
   return list
 end
 
+-- The kubeconfig the cluster-info ConfigMap copies its server and CA from (admin.conf), checked
+-- before anything is created: joining nodes trust the cluster by that CA, so a kubeconfig without
+-- one is refused with a message (kubeadm copies the cluster as it is; its join then fails).
+function M.cluster_info_source(ctx)
+  local kc = capi.admin_kubeconfig(ctx)
+  if type(kc.ca_pem) ~= "string" or kc.ca_pem == "" then
+    error(("[bootstrap-token] %s has no certificate authority for its cluster (certificate-authority-data or " ..
+      "certificate-authority): the cluster-info ConfigMap, which joining nodes verify the cluster with, needs the " ..
+      "cluster CA"):format(capi.ADMIN_CONF), 0)
+  end
+  if type(kc.server) ~= "string" or kc.server == "" then
+    error(("[bootstrap-token] %s has no server for its cluster"):format(capi.ADMIN_CONF), 0)
+  end
+  return kc
+end
+
 -- The whole bootstrap-token phase.
 function M.run(ctx)
+  local kc = M.cluster_info_source(ctx)
   local c = capi.admin(ctx)
   local tokens = M.init_tokens(ctx)
   if not (ctx.flags and ctx.flags["skip-token-print"]) and tokens[1] then
@@ -260,7 +280,6 @@ function M.run(ctx)
   for _, o in ipairs(r.rotate) do capi.apply(ctx, c, o) end
   log.info("[bootstrap-token] Configured RBAC rules to allow certificate rotation for all node client certificates in the cluster")
   log.info("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
-  local kc = capi.admin_kubeconfig(ctx)
   capi.ensure(ctx, c, M.cluster_info(kc.server, kc.ca_pem))
   for _, o in ipairs(r.clusterinfo) do capi.apply(ctx, c, o) end
 end

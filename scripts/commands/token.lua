@@ -108,16 +108,22 @@ local function create(flags, args)
     error(("invalid argument %q for \"--ttl\" flag: time: invalid duration %q"):format(flags.ttl, flags.ttl), 0)
   end
   local t = tokens.normalize(bt)
+  -- the join command needs the cluster CA's pin: a kubeconfig without a CA fails before a token exists
+  local join_o
+  if flags["print-join-command"] then
+    local path = flags.kubeconfig or KUBECONFIG.default
+    local kc, err = require("kube.kubeconfig").load(fs.path(path))
+    if not kc then error(tostring(err), 0) end
+    join_o = { endpoint = joincmd.endpoint(kc.server), token = t.token, hashes = joincmd.hashes(kc.ca_pem, path) }
+  end
   if flags["dry-run"] then
     log.info("[dryrun] Would create Secret %s/bootstrap-token-%s", tokens.NS, t.id)
   else
     local c = client(flags)
     tokens.create_tokens({ dry_run = false }, c, { t }, true)
   end
-  if flags["print-join-command"] then
-    local kc, err = require("kube.kubeconfig").load(fs.path(flags.kubeconfig or KUBECONFIG.default))
-    if not kc then error(tostring(err), 0) end
-    local o = { endpoint = joincmd.endpoint(kc.server), token = t.token, hashes = joincmd.hashes(kc.ca_pem) }
+  if join_o then
+    local o = join_o
     if flags["certificate-key"] and flags["certificate-key"] ~= "" then
       o.control_plane, o.certificate_key = true, flags["certificate-key"]
     end
@@ -158,13 +164,19 @@ end
 
 local function delete(flags, args)
   if #args == 0 then error("missing argument; 'token delete' is missing token of form \"[a-z0-9]{6}\" or \"[a-z0-9]{6}\\.[a-z0-9]{16}\"", 0) end
-  local c = client(flags)
-  for _, a in ipairs(args) do
+  -- every argument is checked before the kubeconfig is read or the API is called: a bad one
+  -- deletes nothing (kubeadm's message; the value is not echoed: it may be a mistyped secret)
+  local ids = {}
+  for i, a in ipairs(args) do
     local id = a:match("^([a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9])$")
     if not id then id = tokens.parse(a) end
     if not id then
       error(("given token didn't match pattern %q or %q"):format("[a-z0-9]{6}", "[a-z0-9]{6}\\.[a-z0-9]{16}"), 0)
     end
+    ids[i] = id
+  end
+  local c = client(flags)
+  for _, id in ipairs(ids) do
     local name = "bootstrap-token-" .. id
     if flags["dry-run"] then
       log.info("[dryrun] Would delete Secret %s/%s", tokens.NS, name)

@@ -51,7 +51,8 @@ function M.new(opts)
   if type(eps) == "string" then eps = { eps } end
   if type(eps) ~= "table" or #eps == 0 then return nil, "etcd: no endpoints given", "options" end
   local o = { endpoints = eps, ca_pem = opts.ca_pem, ca_file = opts.ca_file, cert_pem = opts.cert_pem,
-              key_pem = opts.key_pem, dial_timeout = opts.dial_timeout, timeout = opts.request_timeout }
+              key_pem = opts.key_pem, dial_timeout = opts.dial_timeout, timeout = opts.request_timeout,
+              max_body = opts.max_body }
   if opts.cert_dir then
     local base = opts.client == "apiserver" and (opts.cert_dir .. "/apiserver-etcd-client")
       or (opts.cert_dir .. "/etcd/healthcheck-client")
@@ -79,6 +80,24 @@ function Members:close()
   self.c = nil
 end
 Members.__close = Members.close
+
+-- The member list of an answer. The binding refuses an answer without members; this holds the
+-- same line for any client (a test double, a future transport): a cluster always has a member,
+-- so an empty or missing list is a protocol error, never "no members" a reset or join acts on.
+local function members_of(r)
+  if type(r) ~= "table" or type(r.members) ~= "table" or #r.members == 0 then
+    return nil, ("etcd: %s: the answer has no members (a cluster always has one): not an etcd answer"):format(
+      type(r) == "table" and tostring(r.endpoint) or "?"), "protocol"
+  end
+  return r.members
+end
+M.members_of = members_of
+
+local function list_of(c)
+  local r, err, kind = c:member_list()
+  if not r then return nil, err, kind end
+  return members_of(r)
+end
 
 function Members:endpoints() return self.c:endpoints() end
 function Members:client() return self.c end
@@ -118,11 +137,7 @@ function M.find(list, peer_url)
 end
 
 function Members:list()
-  return self:retry("etcd member list", function()
-    local r, err, kind = self.c:member_list()
-    if not r then return nil, err, kind end
-    return r.members
-  end)
+  return self:retry("etcd member list", function() return list_of(self.c) end)
 end
 
 -- kubeadm's name for a member in the initial-cluster list: its name, else (a learner that has not
@@ -144,18 +159,24 @@ function Members:add_learner(peer_url, name, opts)
   assert(type(name) == "string" and name ~= "", "add_learner: member name expected")
   opts = opts or {}
   local list, member, how = self:retry("etcd member add (learner) " .. peer_url, function()
-    local r, err, kind = self.c:member_list()
-    if not r then return nil, err, kind end
-    local m = M.find(r.members, peer_url)
-    if m then return r.members, m, "existing" end
+    local ms, err, kind = list_of(self.c)
+    if not ms then return nil, err, kind end
+    local m = M.find(ms, peer_url)
+    if m then return ms, m, "existing" end
     local a
     a, err, kind = self.c:member_add({ peer_url }, { learner = true })
-    if a then return a.members, a.member, "added" end
+    if a then
+      local added
+      added, err, kind = members_of(a)
+      if not added then return nil, err, kind end
+      if type(a.member) ~= "table" then return nil, "etcd: member add: the answer has no \"member\"", "protocol" end
+      return added, a.member, "added"
+    end
     if err:find("Peer URLs already exists", 1, true) or err:find("member ID already exist", 1, true) then
-      r, err, kind = self.c:member_list()
-      if not r then return nil, err, kind end
-      m = M.find(r.members, peer_url)
-      if m then return r.members, m, "existing" end
+      ms, err, kind = list_of(self.c)
+      if not ms then return nil, err, kind end
+      m = M.find(ms, peer_url)
+      if m then return ms, m, "existing" end
     end
     return nil, err, kind
   end)
@@ -190,9 +211,9 @@ local IN_SYNC = "can only promote a learner member which is in sync with leader"
 function Members:promote(peer_url)
   local promoted = false
   return self:retry("etcd member promote " .. peer_url, function(n)
-    local r, err, kind = self.c:member_list()
-    if not r then return nil, err, kind end
-    local m = M.find(r.members, peer_url)
+    local ms, err, kind = list_of(self.c)
+    if not ms then return nil, err, kind end
+    local m = M.find(ms, peer_url)
     if not m then return nil, "etcd: no member with peer URL " .. peer_url, "no_member" end
     if not m.is_learner then
       if promoted then return m, "promoted" end
@@ -218,11 +239,11 @@ end
 -- success ("not_found"); the last member of a cluster is never removed.
 function Members:remove(peer_url)
   return self:retry("etcd member remove " .. peer_url, function()
-    local r, err, kind = self.c:member_list()
-    if not r then return nil, err, kind end
-    local m = M.find(r.members, peer_url)
+    local ms, err, kind = list_of(self.c)
+    if not ms then return nil, err, kind end
+    local m = M.find(ms, peer_url)
     if not m then return "not_found" end
-    if #r.members == 1 then
+    if #ms == 1 then
       return nil, ("etcd: refusing to remove member %s (%s): it is the last member of the cluster"):format(
         m.id_hex, peer_url), "last_member"
     end
@@ -259,9 +280,9 @@ function Members:wait_for_member(peer_url, opts)
       if not r.status then bad[#bad + 1] = r.err end
     end
     if #bad == 0 and peer_url then
-      local r, err = self.c:member_list()
-      local m = r and M.find(r.members, peer_url)
-      if not r then bad[#bad + 1] = err
+      local ms, err = list_of(self.c)
+      local m = ms and M.find(ms, peer_url)
+      if not ms then bad[#bad + 1] = err
       elseif not m then bad[#bad + 1] = "etcd: no member with peer URL " .. peer_url
       elseif m.name == "" then bad[#bad + 1] = ("etcd: member %s (%s) has not started yet"):format(m.id_hex, peer_url)
       end

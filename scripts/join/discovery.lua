@@ -16,7 +16,22 @@ local M = {}
 
 local CLUSTER_INFO <const> = { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-public", name = "cluster-info" }
 
+-- The cap on what discovery reads before (and while) it trusts the cluster: the cluster-info
+-- ConfigMap (a kubeconfig with one CA bundle and a few JWS signatures: a few KiB) and a discovery
+-- file fetched over HTTPS. Anyone between the nodes can answer the first, anonymous fetch.
+M.MAX_BODY = 1024 * 1024
+
 local function fail(fmt, ...) error(("[discovery] " .. fmt):format(...), 0) end
+
+-- The signed kubeconfig of a cluster-info answer and its JWS for jws_key, when the answer is a
+-- ConfigMap of that shape (nil otherwise: not signed yet, or not a cluster-info at all).
+function M.signed_content(cm, jws_key)
+  local data = type(cm) == "table" and cm.data
+  if type(data) ~= "table" then return nil end
+  local content, jws = data.kubeconfig, data[jws_key]
+  if type(content) ~= "string" or type(jws) ~= "string" then return nil end
+  return content, jws
+end
 
 -- The single cluster of a cluster-info kubeconfig: server, CA PEM.
 function M.cluster_of(text, src)
@@ -70,15 +85,21 @@ function M.token(ctx, d, timeout)
   log.info("[discovery] Trying to connect to API Server %q", endpoint)
   -- The first fetch is anonymous and unverified (kubeadm's one exception, SECURITY.md): its content
   -- is trusted only after the JWS and the CA pin check below.
-  local insecure = assert(client_mod.new { server = server, insecure = true, timeout = 5, request_timeout = 5 })
+  local insecure = assert(client_mod.new { server = server, insecure = true, timeout = 5, request_timeout = 5,
+    max_body = M.MAX_BODY })
   local deadline = core.monotonic() + timeout
-  local cm, last
+  local cm, last, content, jws
   local jws_key = "jws-kubeconfig-" .. id
   log.info("[discovery] Created cluster-info discovery client, requesting info from %q", server)
   local t0, waiting = core.monotonic(), false
   while true do
     cm, last = get_cluster_info(insecure)
-    if cm and cm.data and cm.data.kubeconfig and cm.data[jws_key] then break end
+    content, jws = M.signed_content(cm, jws_key)
+    if content then break end
+    if last and last.reason == "ResponseTooLarge" then -- no server of ours sends that: do not wait for more
+      insecure:close()
+      fail("refusing the cluster-info answer of %s: %s", server, tostring(last))
+    end
     if not waiting then
       -- the API server is not up yet, or the bootstrap signer has not signed this token yet
       waiting = true
@@ -96,8 +117,7 @@ function M.token(ctx, d, timeout)
   end
   insecure:close()
   if waiting then log.info("[discovery] The cluster-info ConfigMap was ready after %s", duration.format_seconds(core.monotonic() - t0)) end
-  local content = cm.data.kubeconfig
-  local ok = pki.jws_verify(content, id, secret, cm.data[jws_key])
+  local ok = pki.jws_verify(content, id, secret, jws)
   if not ok then
     fail("failed to verify JWS signature of received cluster info object, can't trust this API Server")
   end
@@ -114,11 +134,12 @@ function M.token(ctx, d, timeout)
   end
   log.info("[discovery] Cluster info signature and contents are valid and TLS certificate validates against pinned roots, will use API Server %q", endpoint)
   -- Fetch again, this time verifying the server with the CA we now trust.
-  local secure = assert(client_mod.new { server = server, ca_pem = ca, timeout = 10, request_timeout = 5 })
+  local secure = assert(client_mod.new { server = server, ca_pem = ca, timeout = 10, request_timeout = 5,
+    max_body = M.MAX_BODY })
   local again, err = get_cluster_info(secure)
   secure:close()
   if not again then fail("failed to securely fetch the cluster-info ConfigMap from %s: %s", server, tostring(err)) end
-  if not again.data or again.data.kubeconfig ~= content then
+  if type(again.data) ~= "table" or again.data.kubeconfig ~= content then
     fail("the cluster-info ConfigMap changed between the insecure and the secure fetch: refusing to trust it")
   end
   log.info("[discovery] Successfully established connection with API Server %q", endpoint)
@@ -128,7 +149,7 @@ end
 local function read_location(loc)
   if loc:match("^https://") then
     local host, path = loc:match("^(https://[^/]+)(/?.*)$")
-    local c = assert(client_mod.new { server = host, timeout = 10, request_timeout = 10 })
+    local c = assert(client_mod.new { server = host, timeout = 10, request_timeout = 10, max_body = M.MAX_BODY })
     local resp, err = c:raw("GET", path ~= "" and path or "/")
     c:close()
     if not resp or resp.status ~= 200 then fail("cannot fetch the discovery file %s: %s", loc, tostring(err or resp.status)) end

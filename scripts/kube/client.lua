@@ -141,6 +141,12 @@ end
 
 -- ---- construction ------------------------------------------------------------
 
+-- The cap on one response body (bytes) unless a call or the client says otherwise: a page of a
+-- large list fits (the apiserver caps one object at etcd's 1.5 MiB request size; lists are paged).
+-- Reads before trust (cluster-info) pass a much smaller one. A body over the cap fails the call
+-- with reason "ResponseTooLarge" (never retried); a watch caps each event line at it.
+M.MAX_BODY = 64 * 1024 * 1024
+
 local defaults = {
   timeout = 30,          -- seconds: the budget for one call, retries included
   request_timeout = 30,  -- seconds: one attempt
@@ -148,6 +154,7 @@ local defaults = {
   backoff = 0.1,         -- first retry delay (s), doubled each time, jittered
   max_backoff = 2,
   user_agent = "moonadm",
+  max_body = M.MAX_BODY,
 }
 
 function M.new(opts)
@@ -157,6 +164,7 @@ function M.new(opts)
     key_pem = opts.key_pem, token = opts.token, insecure = opts.insecure,
     connect_timeout = opts.connect_timeout or defaults.connect_timeout,
     timeout = opts.request_timeout or defaults.request_timeout, user_agent = opts.user_agent or defaults.user_agent,
+    max_body = opts.max_body or defaults.max_body,
   }
   if not conn then return nil, mkerr { code = 0, reason = "InvalidOptions", message = err } end
   local c = setmetatable({ conn = conn, server = conn:server(), namespace = opts.namespace }, C)
@@ -178,18 +186,45 @@ C.__tostring = function(c) return "kube.client (" .. tostring(c.server) .. ")" e
 
 -- ---- diagnostics (never secrets) -----------------------------------------------
 
--- A copy of a decoded body with Secret data and tokens masked.
-local function scrub(v, depth)
-  if type(v) ~= "table" or depth > 50 then return v end
+-- A copy of a decoded body with Secret data and tokens masked. A Secret is an object of kind
+-- Secret at any depth (a watch event's object, a list item, an SSA answer, ...), an item of a
+-- SecretList (list items carry no kind), or a kind-less object with a string `type` and a
+-- `data`/`stringData` (a Secret's shape: ConfigMaps have no `type`). Its data and stringData are
+-- masked whatever their shape. Fields that hold a credential wherever they sit: SECRET_FIELDS.
+-- One pass over the body, only when it is logged (-v 8 and up).
+local SECRET_FIELDS = { token = true, password = true, ["client-key-data"] = true, ["token-secret"] = true,
+                        certificateKey = true, ["certificate-key"] = true }
+
+local function masked(x)
+  if type(x) ~= "table" then return "<redacted>" end
+  local m = {}
+  for dk in pairs(x) do m[dk] = "<redacted>" end
+  return setmetatable(m, getmetatable(x))
+end
+
+local scrub
+local function is_secret(v, item_of_secrets)
+  local kind = v.kind
+  if kind == "Secret" then return true end
+  if kind ~= nil then return false end
+  return item_of_secrets or (type(v.type) == "string" and (v.data ~= nil or v.stringData ~= nil))
+end
+
+function scrub(v, depth, item_of_secrets)
+  if type(v) ~= "table" then return v end
+  if depth > 64 then return "<too deep>" end -- never an unscrubbed subtree
   local out = {}
-  local secret = v.kind == "Secret"
+  local secret = is_secret(v, item_of_secrets)
+  local secret_items = v.kind == "SecretList"
   for k, x in pairs(v) do
-    if secret and (k == "data" or k == "stringData") and type(x) == "table" then
-      local m = {}
-      for dk in pairs(x) do m[dk] = "<redacted>" end
-      out[k] = m
-    elseif (k == "token" or k == "password" or k == "client-key-data") and type(x) == "string" then
+    if secret and (k == "data" or k == "stringData") then
+      out[k] = masked(x)
+    elseif SECRET_FIELDS[k] and type(x) == "string" then
       out[k] = "<redacted>"
+    elseif k == "items" and type(x) == "table" then
+      local items = {}
+      for i, it in pairs(x) do items[i] = scrub(it, depth + 2, secret_items) end
+      out[k] = setmetatable(items, getmetatable(x))
     else
       out[k] = scrub(x, depth + 1)
     end
@@ -237,7 +272,7 @@ function C:raw(method, path, o)
     end
     local resp, err, kind = self.conn:request {
       method = method, path = path, query = o.query, headers = headers, body = o.body,
-      timeout = math.max(rt, 0.05), on_data = on_data,
+      timeout = math.max(rt, 0.05), on_data = on_data, max_body = o.max_body,
     }
     local url = self.server .. path
     if log and log.verbosity >= 6 then
@@ -251,7 +286,8 @@ function C:raw(method, path, o)
       err = status_error(resp, method, path)
     else
       err = mkerr { code = 0, reason = kind == "timeout" and "Timeout" or kind == "connect" and "ConnectionError"
-                    or kind == "tls" and "TLSError" or "TransportError", message = err, kind = kind,
+                    or kind == "tls" and "TLSError" or kind == "too_large" and "ResponseTooLarge" or "TransportError",
+                    message = err, kind = kind,
                     method = method, path = path }
       if o.no_retry or got_data or not (kind == "connect" or kind == "timeout") then return nil, err end
     end
@@ -287,10 +323,19 @@ function C:call(method, ref_or_path, o)
   if resp.status < 200 or resp.status >= 300 then return nil, status_error(resp, method, path) end
   local log = logger()
   if log and log.verbosity >= 9 then log.v(9, "Response body: %s", show_body(resp.body)) end
-  if resp.body == "" then return true end
+  if resp.body == "" then
+    if method == "DELETE" then return true end
+    -- the API answers every other verb with the object (or a list): an empty 2xx is no result
+    return nil, mkerr { code = resp.status, reason = "BadResponse", message = "an empty answer (HTTP " .. resp.status .. ")",
+      method = method, path = path }
+  end
   local v, derr = json.decode(resp.body)
   if v == nil then
     return nil, mkerr { code = resp.status, reason = "BadResponse", message = derr, method = method, path = path }
+  end
+  if type(v) ~= "table" then
+    return nil, mkerr { code = resp.status, reason = "BadResponse", method = method, path = path,
+      message = ("the answer is a JSON %s, not an object"):format(v == json.null and "null" or type(v)) }
   end
   return v, nil, resp
 end
@@ -317,7 +362,16 @@ end
 
 function C:get(ref, o)
   o = o or {}
-  return self:call("GET", ref, { query = query_of(o), timeout = o.timeout })
+  return self:call("GET", ref, { query = query_of(o), timeout = o.timeout, max_body = o.max_body })
+end
+
+-- A decoded JSON array: `[]` (json.array_mt) or a sequence 1..n (an object `{}` is not one).
+local function is_array(t)
+  if type(t) ~= "table" then return false end
+  if getmetatable(t) == json.array_mt then return true end
+  local n = 0
+  for _ in pairs(t) do n = n + 1 end
+  return n > 0 and n == #t
 end
 
 -- Lists every page (limit per page, default 500) unless o.all == false. Returns the List object
@@ -333,12 +387,17 @@ function C:list(ref, o)
   if o.continue then q.continue = o.continue end
   local items, first, pages = json.array {}, nil, 0
   while true do
-    local page, err = self:call("GET", path, { query = q, timeout = o.timeout })
+    local page, err = self:call("GET", path, { query = q, timeout = o.timeout, max_body = o.max_body })
     if not page then return nil, err end
+    if type(page) ~= "table" or not is_array(page.items) then -- an answer of another shape is no empty list
+      return nil, mkerr { code = 0, reason = "BadResponse", method = "GET", path = path,
+        message = ("the answer to a list is not a list: %s"):format(type(page) ~= "table" and "an empty body"
+          or page.items == nil and "it has no \"items\"" or "\"items\" is not an array") }
+    end
     pages = pages + 1
     first = first or page
-    for _, it in ipairs(page.items or {}) do items[#items + 1] = it end
-    local cont = page.metadata and page.metadata.continue
+    for _, it in ipairs(page.items) do items[#items + 1] = it end
+    local cont = type(page.metadata) == "table" and page.metadata.continue or nil
     first.metadata = page.metadata
     if o.all == false or not cont or cont == "" or cont == json.null then break end
     q.continue = cont
@@ -419,6 +478,9 @@ function C:create_or_update(obj, o)
       if gerr.code ~= 404 then return nil, gerr end
       got, err = self:create(obj, o) -- deleted meanwhile
       if got then return got, "created" end
+    elseif type(live.metadata) ~= "table" or live.metadata.resourceVersion == nil then
+      return nil, mkerr { code = 0, reason = "BadResponse", method = "GET", path = M.path(assert(M.resolve(obj))),
+        message = "the live object has no metadata.resourceVersion" }
     else
       local upd = {}
       for k, v in pairs(obj) do upd[k] = v end
@@ -469,37 +531,65 @@ function C:watch(ref, handler, o)
   q.timeoutSeconds = math.max(1, math.ceil(timeout))
   if o.bookmarks then q.allowWatchBookmarks = "true" end
   local path = M.path(r)
-  local buf, last_rv, stopped, werr = "", o.resource_version, false, nil
-  local function on_data(chunk)
-    buf = buf .. chunk
-    while true do
-      local nl = buf:find("\n", 1, true)
-      if not nl then break end
-      local line = buf:sub(1, nl - 1)
-      buf = buf:sub(nl + 1)
-      if line:find("%S") then
-        local ev, derr = json.decode(line)
-        if type(ev) ~= "table" then
-          werr = mkerr { code = 0, reason = "BadResponse", message = "watch: " .. tostring(derr), method = "GET", path = path }
-          return false
-        end
-        if ev.type == "ERROR" then
-          local st = ev.object or {}
-          werr = mkerr { code = math.tointeger(tonumber(st.code)) or 500, reason = st.reason or "Unknown", message = st.message or "",
-                         method = "GET", path = path }
-          return false
-        end
-        local rv = type(ev.object) == "table" and ev.object.metadata and ev.object.metadata.resourceVersion
-        if rv then last_rv = rv end
-        if ev.type ~= "BOOKMARK" or o.bookmarks then
-          if handler(ev) == false then
-            stopped = true
-            return false
-          end
-        end
+  local max_line = o.max_body or self.max_body or M.MAX_BODY
+  local last_rv, stopped, werr = o.resource_version, false, nil
+  local pend, pend_len = {}, 0 -- the pieces of the line being received (no quadratic concatenation)
+  local function too_large()
+    werr = mkerr { code = 0, reason = "ResponseTooLarge", method = "GET", path = path,
+      message = ("watch %s%s: an event is larger than the limit of %d bytes: stopped reading"):format(
+        self.server, path, max_line) }
+    return false
+  end
+  local function on_line(line)
+    if not line:find("%S") then return true end
+    local ev, derr = json.decode(line)
+    if type(ev) ~= "table" then
+      werr = mkerr { code = 0, reason = "BadResponse", message = "watch: " .. tostring(derr), method = "GET", path = path }
+      return false
+    end
+    if ev.type == "ERROR" then
+      local st = type(ev.object) == "table" and ev.object or {}
+      werr = mkerr { code = math.tointeger(tonumber(st.code)) or 500, reason = st.reason or "Unknown", message = st.message or "",
+                     method = "GET", path = path }
+      return false
+    end
+    if type(ev.object) ~= "table" or type(ev.type) ~= "string" then
+      werr = mkerr { code = 0, reason = "BadResponse", method = "GET", path = path,
+        message = "watch: an event without a type or an object" }
+      return false
+    end
+    local rv = type(ev.object.metadata) == "table" and ev.object.metadata.resourceVersion
+    if rv then last_rv = rv end
+    if ev.type ~= "BOOKMARK" or o.bookmarks then
+      if handler(ev) == false then
+        stopped = true
+        return false
       end
     end
     return true
+  end
+  local function on_data(chunk)
+    local start = 1
+    while true do
+      local nl = chunk:find("\n", start, true)
+      if not nl then
+        if start <= #chunk then
+          pend[#pend + 1] = chunk:sub(start)
+          pend_len = pend_len + #chunk - start + 1
+        end
+        if pend_len > max_line then return too_large() end
+        return true
+      end
+      local line = chunk:sub(start, nl - 1)
+      if #pend > 0 then
+        pend[#pend + 1] = line
+        line = table.concat(pend)
+        pend, pend_len = {}, 0
+      end
+      start = nl + 1
+      if #line > max_line then return too_large() end
+      if not on_line(line) then return false end
+    end
   end
   local resp, err = self:raw("GET", path, { query = q, on_data = on_data, request_timeout = timeout + 15,
     timeout = o.connect_budget or self.timeout })

@@ -383,6 +383,70 @@ static void test_status_health(void)
 	srv_stop(&s);
 }
 
+/* An answer of the wrong shape is an error, never an empty result (issue 18: a 200 without
+ * "members" read as a cluster with no member). */
+static void test_wrong_shapes(void)
+{
+	static const char *const lists[] = {
+	    "{}",
+	    "{\"header\":{\"cluster_id\":\"1\"}}",                               /* no members */
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[]}",                /* none */
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":{}}",                /* not a list */
+	    "{\"members\":[{\"ID\":\"1\",\"peerURLs\":[\"https://a:2380\"]}]}", /* no header */
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[{\"peerURLs\":[\"https://a:2380\"]}]}",       /* no ID */
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[{\"ID\":\"1\"}]}",                            /* no peer URL */
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[{\"ID\":\"1\",\"peerURLs\":\"https://a\"}]}", /* a string */
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[{\"ID\":\"1\",\"peerURLs\":[7]}]}",
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[{\"ID\":\"1\",\"peerURLs\":[\"https://a:2380\"],\"name\":5}]}",
+	    "{\"header\":{\"cluster_id\":\"1\"},\"members\":[{\"ID\":\"1\",\"peerURLs\":[\"https://a:2380\"],\"isLearner\":\"no\"}]}",
+	    NULL};
+	for (int i = 0; lists[i]; i++) {
+		struct srv s = {0};
+		srv_start(&s, 200, lists[i]);
+		int ports[] = {s.port};
+		ma_etcd *c = client(1, ports);
+		ma_etcd_members m;
+		ma_err e = {0};
+		CHECK(ma_etcd_member_list(c, 0, &m, &e) < 0, "answer %d read as %zu members: %s", i, m.n, lists[i]);
+		CHECK(e.code == MA_ETCD_EPROTO && strstr(e.msg, "http://127.0.0.1:"), "answer %d: code %d %s", i, e.code, e.msg);
+		ma_etcd_members_free(&m);
+		CHECK(ma_etcd_member_remove(c, 1, &m, &e) < 0 && e.code == MA_ETCD_EPROTO, "remove, answer %d: %s", i, e.msg);
+		ma_etcd_members_free(&m);
+		ma_etcd_free(c);
+		srv_stop(&s);
+	}
+	static const char *const statuses[] = {
+	    "{}", "{\"header\":{\"member_id\":\"1\"}}", "{\"version\":\"3.6.6\"}",
+	    "{\"header\":{\"member_id\":\"1\"},\"version\":\"3.6.6\",\"errors\":\"x\"}", NULL};
+	for (int i = 0; statuses[i]; i++) {
+		struct srv s = {0};
+		srv_start(&s, 200, statuses[i]);
+		int ports[] = {s.port};
+		ma_etcd *c = client(1, ports);
+		ma_etcd_status st;
+		ma_err e = {0};
+		CHECK(ma_etcd_endpoint_status(c, 0, NULL, &st, &e) < 0 && e.code == MA_ETCD_EPROTO, "status %d: %s", i, e.msg);
+		ma_etcd_status_free(&st);
+		ma_etcd_free(c);
+		srv_stop(&s);
+	}
+	/* a body over the client's cap: refused, named, not an unreachable endpoint */
+	struct srv s = {0};
+	srv_start(&s, 200, list_body);
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+	const char *eps[] = {url};
+	ma_etcd_opts o = {.endpoints = eps, .n_endpoints = 1, .max_body = 64};
+	ma_err e = {0};
+	ma_etcd *c = ma_etcd_new(&o, &e);
+	ma_etcd_members m;
+	CHECK(ma_etcd_member_list(c, 0, &m, &e) < 0 && e.code == MA_ETCD_EPROTO, "%d %s", e.code, e.msg);
+	CHECK(strstr(e.msg, "larger than the limit of 64 bytes") && strstr(e.msg, url), "%s", e.msg);
+	ma_etcd_members_free(&m);
+	ma_etcd_free(c);
+	srv_stop(&s);
+}
+
 int main(void)
 {
 	RUN(test_json);
@@ -391,5 +455,6 @@ int main(void)
 	RUN(test_list_and_failover);
 	RUN(test_etcd_errors);
 	RUN(test_status_health);
+	RUN(test_wrong_shapes);
 	DONE();
 }

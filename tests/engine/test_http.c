@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,9 @@ struct srv {
 	int fd, port;
 	const char *resp[8];  /* answers, in order, one per request (keep-alive) */
 	int hang;             /* accept, read the request, never answer */
+	int endless;          /* answer resp[0] (a head), then stream 'A's (1: body, 2: header lines) until
+			       * the client goes away or `limit` bytes are out */
+	size_t limit, sent;
 	int conns, reqs;
 	char last[4096];      /* the last request, headers and body */
 	pthread_t th, cth[8]; /* the acceptor; one thread per connection */
@@ -69,6 +73,18 @@ static void *serve_conn(void *ud)
 		pthread_mutex_unlock(&s->mu);
 		if (s->hang) {
 			usleep(600 * 1000);
+			break;
+		}
+		if (s->endless) {
+			static char chunk[65536];
+			memset(chunk, 'A', sizeof chunk);
+			if (s->endless == 2)
+				for (size_t i = 0; i + 16 <= sizeof chunk; i += 16)
+					memcpy(chunk + i, "X-Flood: AAAAA\r\n", 16);
+			if (send(cn->fd, r, strlen(r), MSG_NOSIGNAL) < 0)
+				break;
+			while (s->sent < s->limit && send(cn->fd, chunk, sizeof chunk, MSG_NOSIGNAL) > 0)
+				s->sent += sizeof chunk;
 			break;
 		}
 		if (!r || write(cn->fd, r, strlen(r)) < 0)
@@ -353,6 +369,87 @@ static void test_transport_errors(void)
 	ma_http_free(NULL);
 }
 
+static long maxrss_kb(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* A server that streams an endless body: the transfer stops at the cap (per request or the
+ * handle's), the error names the URL and the cap, and memory stays bounded. Regression (issue 18
+ * #2): bodies were buffered whatever their size (a 2 GB cluster-info answer: 2.1 GB RSS). */
+static void test_body_cap(void)
+{
+	struct srv s = {.resp = {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"data\":\""}, .endless = 1,
+			.limit = (size_t)2 << 30};
+	srv_start(&s);
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+	ma_http_opts o = {.server = url, .timeout_ms = 20000};
+	ma_err e = {0};
+	ma_http *h = ma_http_new(&o, &e);
+	ma_http_resp r;
+	long rss0 = maxrss_kb();
+	ma_http_req q = {.path = "/api/v1/namespaces/kube-public/configmaps/cluster-info", .max_body = 1 << 20};
+	CHECK(ma_http_do(h, &q, &r, &e) < 0, "an endless body was read to its end");
+	CHECK(e.code == MA_HTTP_ETOOLARGE, "code %d: %s", e.code, e.msg);
+	CHECK(strstr(e.msg, "GET http://127.0.0.1:") && strstr(e.msg, "/configmaps/cluster-info") &&
+		      strstr(e.msg, "larger than the limit of 1048576 bytes"), "%s", e.msg);
+	CHECK(strcmp(ma_http_errkind_name(e.code), "too_large") == 0, "%s", ma_http_errkind_name(e.code));
+	CHECK(r.body_len <= (size_t)1 << 20, "kept %zu bytes", r.body_len);
+	long grown = maxrss_kb() - rss0;
+	CHECK(grown < 16 * 1024, "RSS grew by %ld KiB for a 1 MiB cap", grown);
+	CHECK(s.sent < (size_t)64 << 20, "the server could send %zu bytes before the client stopped", s.sent);
+	ma_http_resp_free(&r);
+	ma_http_free(h);
+	srv_stop(&s);
+
+	/* the handle's cap applies when the request sets none; a body at the cap exactly is fine */
+	struct srv s2 = {.resp = {"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n12345678",
+				  "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n123456789",
+				  "HTTP/1.1 500 Oops\r\nContent-Length: 2147483648\r\n\r\n{"}};
+	srv_start(&s2);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s2.port);
+	ma_http_opts o2 = {.server = url, .timeout_ms = 5000, .max_body = 8};
+	h = ma_http_new(&o2, &e);
+	ma_http_req g = {.path = "/a"};
+	CHECK(ma_http_do(h, &g, &r, &e) == 0 && r.body_len == 8, "%s", e.msg);
+	ma_http_resp_free(&r);
+	CHECK(ma_http_do(h, &g, &r, &e) < 0 && e.code == MA_HTTP_ETOOLARGE, "9 bytes over a cap of 8: %s", e.msg);
+	ma_http_resp_free(&r);
+	/* an error body announcing 2 GB: refused before reading it */
+	ma_http_req big = {.path = "/b", .max_body = 4096};
+	CHECK(ma_http_do(h, &big, &r, &e) < 0 && e.code == MA_HTTP_ETOOLARGE, "%s", e.msg);
+	CHECK(strstr(e.msg, "(Content-Length 2147483648)") && strstr(e.msg, "limit of 4096 bytes"), "%s", e.msg);
+	ma_http_resp_free(&r);
+	ma_http_free(h);
+	srv_stop(&s2);
+}
+
+/* Endless header lines: stopped at the header cap, with its own message. */
+static void test_header_cap(void)
+{
+	struct srv s = {.resp = {"HTTP/1.1 200 OK\r\n"}, .endless = 2, .limit = (size_t)1 << 30};
+	srv_start(&s);
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+	ma_http_opts o = {.server = url, .timeout_ms = 20000};
+	ma_err e = {0};
+	ma_http *h = ma_http_new(&o, &e);
+	ma_http_resp r;
+	long rss0 = maxrss_kb();
+	ma_http_req q = {.path = "/h"};
+	CHECK(ma_http_do(h, &q, &r, &e) < 0, "endless headers were read");
+	CHECK(e.code == MA_HTTP_ETOOLARGE && strstr(e.msg, "the response headers exceed") && strstr(e.msg, "/h"), "%d %s",
+	      e.code, e.msg);
+	CHECK(r.headers_len <= MA_HTTP_MAX_HEADER_BYTES, "kept %zu header bytes", r.headers_len);
+	CHECK(maxrss_kb() - rss0 < 16 * 1024, "RSS grew by %ld KiB", maxrss_kb() - rss0);
+	ma_http_resp_free(&r);
+	ma_http_free(h);
+	srv_stop(&s);
+}
+
 int main(void)
 {
 	RUN(test_escape_query_url);
@@ -361,5 +458,7 @@ int main(void)
 	RUN(test_streaming);
 	RUN(test_reentrant);
 	RUN(test_transport_errors);
+	RUN(test_body_cap);
+	RUN(test_header_cap);
 	DONE();
 }

@@ -226,3 +226,103 @@ describe("key files and temp files", function()
     assert.equal("700", journal_mode)
   end)
 end)
+
+-- Issue 18 #4: `token list -v 10` (and `-o json`) logged every token-secret in base64: the items of
+-- a SecretList carry no kind, so client.scrub missed them. The scrubber now covers list items
+-- (from the list's kind), every nested Secret (a watch event, Status details, an SSA answer) and
+-- any kind-less object of a Secret's shape.
+describe("client.scrub", function()
+  local client = require "kube.client"
+  local json = require "kube.json"
+  local B64 = api.b64encode(TOKEN_SECRET)
+  local function secret(kind)
+    return { apiVersion = kind and "v1" or nil, kind = kind, type = "bootstrap.kubernetes.io/token",
+      metadata = { name = "bootstrap-token-abcdef", namespace = "kube-system" },
+      data = { ["token-id"] = api.b64encode(TOKEN_ID), ["token-secret"] = B64 },
+      stringData = { ["token-secret"] = TOKEN_SECRET } }
+  end
+  local function text_of(v) return json.encode(client.scrub(v)) end
+
+  for name, body in pairs {
+    ["a SecretList's kind-less items"] = { kind = "SecretList", apiVersion = "v1", metadata = {}, items = { secret(), secret() } },
+    ["a Secret"] = secret("Secret"),
+    ["a watch event's object"] = { type = "ADDED", object = secret("Secret") },
+    ["a Secret inside Status details"] = { kind = "Status", details = { causes = { { object = secret("Secret") } } } },
+    ["a kind-less object of a Secret's shape"] = { object = secret() },
+    ["a generic List's items"] = { kind = "List", items = { secret("Secret") } },
+    ["a Secret whose data is not a mapping"] = { kind = "Secret", data = B64, stringData = TOKEN_SECRET },
+    ["a token-secret field anywhere"] = { spec = { ["token-secret"] = TOKEN_SECRET } },
+    ["a Secret nested 200 deep"] = (function()
+      local v = secret("Secret")
+      for _ = 1, 200 do v = { x = v } end
+      return v
+    end)(),
+  } do
+    it("masks " .. name, function()
+      local text = text_of(body)
+      assert_no_token(text)
+      assert.not_matches(B64, text, 1, true)
+    end)
+  end
+
+  it("keeps what is not secret: names, types, ConfigMap data", function()
+    local text = text_of { kind = "SecretList", items = { secret() } }
+    assert.matches("bootstrap-token-abcdef", text, 1, true)
+    assert.matches("<redacted>", text, 1, true)
+    local cm = client.scrub { kind = "ConfigMap", data = { kubeconfig = "apiVersion: v1" } }
+    assert.equal("apiVersion: v1", cm.data.kubeconfig)
+    local list = client.scrub { kind = "ConfigMapList", items = { { metadata = { name = "a" }, data = { k = "v" } } } }
+    assert.equal("v", list.items[1].data.k)
+  end)
+end)
+
+describe("token list -v 10 against a real kube-apiserver (tests/fixtures/apiserver.sh)", function()
+  local fixture = h.top .. "/tests/fixtures/apiserver.sh"
+  local labbin = (os.getenv("MOONADM_LAB_BIN") or (h.top .. "/.lab/bin")) .. "/kube-apiserver"
+  local dir
+  local function sh(cmd)
+    local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
+    local out = p:read("a")
+    p:close()
+    return tonumber(out:match("rc=(%d+)%s*$")), out
+  end
+  setup(function()
+    local f = io.open(labbin, "rb")
+    assert(f, "the lab's kube-apiserver is missing at " .. labbin .. ": build it with `make lab-bins`")
+    f:close()
+    dir = h.tmpdir()
+    local rc, out = sh(h.q(fixture) .. " start " .. h.q(dir))
+    assert(rc == 0, "starting the API server fixture failed:\n" .. out)
+  end)
+  teardown(function()
+    if dir then
+      sh(h.q(fixture) .. " stop " .. h.q(dir))
+      h.rmrf(dir)
+    end
+  end)
+
+  it("logs no token secret at any verbosity or output format; the secret is only in the result", function()
+    local kc = dir .. "/admin.conf"
+    local code, out, err = h.moonadm { "token", "create", TOKEN_ID .. "." .. TOKEN_SECRET, "--kubeconfig", kc, "-v", "10" }
+    assert.equal(0, code, out .. err)
+    assert_no_token(err)
+    local seen = 0
+    for _, o in ipairs { "text", "json", "yaml" } do
+      for _, v in ipairs { "6", "8", "9", "10" } do
+        code, out, err = h.moonadm { "token", "list", "--kubeconfig", kc, "-v", v, "-o", o }
+        assert.equal(0, code, out .. err)
+        assert_no_token(err) -- the log (stderr): no secret, no base64 of it
+        if v == "10" then
+          assert.matches("Response body:", err, 1, true) -- the list body was logged, scrubbed
+          assert.matches("<redacted>", err, 1, true)
+        end
+        assert.matches(TOKEN_ID .. "." .. TOKEN_SECRET, out, 1, true) -- the result, as kubeadm prints it
+        seen = seen + 1
+      end
+    end
+    assert.equal(12, seen)
+    code, out, err = h.moonadm { "token", "delete", TOKEN_ID, "--kubeconfig", kc, "-v", "10" }
+    assert.equal(0, code, out .. err)
+    assert_no_token(out .. err)
+  end)
+end)
