@@ -557,7 +557,7 @@ end }
 M.FLOWS.upgrade = { lab = "one", setup = function(st)
   local s1 = M.node(st, "s1")
   local init = M.FLOWS.init.setup(st)
-  M.clean(st, true)
+  M.clean(st) -- s1 may have been joined to the lab's cluster by an earlier flow of this worker
   local code, out = M.exec(st, "s1", append({ h.bin }, init.argv))
   assert(code == 0, "upgrade: the init it starts from failed:\n" .. out)
   local ctx = { argv = { "upgrade", "apply", "v1.35.4", "--yes" }, kubeconfig = init.kubeconfig }
