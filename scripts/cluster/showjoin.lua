@@ -55,7 +55,7 @@ function M.run(ctx)
     key = ctx.data.certificate_key or (ctx.flags and ctx.flags["certificate-key"]) or (ctx.cfg.init or {}).certificateKey
     if ctx.flags["skip-certificate-key-print"] or not key or key == "" then key = "<value withheld>" end
   end
-  local o = { endpoint = joincmd.endpoint(kc.server), token = token, hashes = joincmd.hashes(kc.ca_pem) }
+  local o = { endpoint = joincmd.endpoint(kc.server), token = token, hashes = joincmd.hashes(kc.ca_pem, capi.ADMIN_CONF) }
   local worker = joincmd.text(o)
   o.control_plane, o.certificate_key = true, key
   local cp = joincmd.text(o)

@@ -263,15 +263,15 @@ local function canned(answers, f)
 end
 
 local MEMBER_LISTS = {
-  -- a 200 answer without "members" (or etcd's error body under 200) reads as an empty list: no
-  -- member is found in it, so no phase acts on it (the gateway sends errors with non-2xx statuses)
-  { "{}", "" },
+  -- an answer of the wrong shape is an error, never an empty list (a reset or join could act on one);
+  -- "" expects a refusal with any message (etcd's error bodies under 200)
+  { "{}", "members" },
   { '{"members":{}}', "members" },
   { '{"members":[{"ID":"x","peerURLs":[]}]}', 'a member without a valid uint64 "ID"' },
   { '{"members":[{"ID":"18446744073709551616"}]}', 'a member without a valid uint64 "ID"' },
   { '{"members":[{"ID":-1}]}', 'a member without a valid uint64 "ID"' },
   { '{"members":[7]}', "member" },
-  { '{"members":[{"ID":"1","peerURLs":"https://x"}]}', "tolerated" }, -- a member with no peer URL: never matched
+  { '{"members":[{"ID":"1","peerURLs":"https://x"}]}', "peerURLs" },
   { "not json", "not an etcd answer" },
   { '{"members":[{"ID":"1"}]', "not an etcd answer" },
   { '{"error":"etcdserver: unhealthy cluster","code":14}', "" },
