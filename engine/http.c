@@ -573,9 +573,13 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 	}
 out:
 #ifdef MA_TEST_HOOKS
-	/* a mutating API call the server accepted (etcd's gateway calls count in etcd.c) */
+	/* a mutating API call the server accepted (etcd's gateway calls count in etcd.c); a review
+	 * (SelfSubjectAccessReview, TokenReview, ...) stores nothing, and a poll makes a variable
+	 * number of them: not a mutation, so crash points stay the same from run to run */
 	if (ret == 0 && resp->status < 400 && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
-	    !(r->path && strncmp(r->path, "/v3/", 4) == 0)) {
+	    !(r->path && strncmp(r->path, "/v3/", 4) == 0) &&
+	    !(r->path && strcmp(method, "POST") == 0 && strlen(r->path) >= 7 &&
+	      strcmp(r->path + strlen(r->path) - 7, "reviews") == 0)) {
 		char what[512];
 		snprintf(what, sizeof what, "%s %s %ld", method, r->path ? r->path : "/", resp->status);
 		MA_HOOK_MUTATION("api", what);
