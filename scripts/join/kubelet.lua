@@ -47,6 +47,17 @@ function M.local_etcd(ctx)
   return data.is_control_plane(ctx) and not (cluster.etcd or {}).external
 end
 
+-- Does this machine's kubelet hold a client certificate of system:node:NAME signed by the cluster CA?
+function M.holds_identity(ctx, name, ca_pem)
+  local pki = require "moonadm.pki"
+  local pem = ctx:read("/var/lib/kubelet/pki/kubelet-client-current.pem")
+  local cert = pem and pki.read_cert(pem)
+  local ca = ca_pem and pki.read_cert(ca_pem)
+  if not (cert and ca) then return false end
+  local info = cert:info()
+  return info.subject and info.subject.cn == "system:node:" .. name and cert:verify(ca) == true
+end
+
 function M.start(ctx)
   local r = ctx.data.discovery or error("[kubelet-start] no discovery result: run the whole join flow", 0)
   local cluster = ctx.cfg.cluster
@@ -56,9 +67,15 @@ function M.start(ctx)
   ctx:write(M.BOOTSTRAP, yaml.encode(kc), "0600")
   local ca_path = ctx.cfg.join.caCertPath or "/etc/kubernetes/pki/ca.crt"
   if not ctx:exists(ca_path) then ctx:write(ca_path, r.ca_pem, "0644") end
-  -- A Ready Node with this name means another machine already is this node.
+  -- A Ready Node with this name means another machine already is this node, unless this
+  -- machine's kubelet holds that node's identity: a run killed after bootstrap-kubelet.conf was
+  -- written leaves a kubelet that bootstraps and registers the Node before the run is resumed.
   local name = require("manifests.pod").node_name(ctx)
   local node = ctx.data.bootstrap_client:get { apiVersion = "v1", kind = "Node", name = name }
+  if node and M.holds_identity(ctx, name, r.ca_pem) then
+    log.info("[kubelet-start] The Node %q is this machine's: its kubelet already holds the node's client certificate", name)
+    node = nil
+  end
   if node then
     for _, c in ipairs(node.status and node.status.conditions or {}) do
       if c.type == "Ready" and c.status == "True" then
