@@ -640,8 +640,14 @@ M.REGRESSIONS = {
   },
   join = {
     { "^etcd %d+ ", 2 },                                                  -- the learner's promotion (etcd:2)
+    -- kubelet-start killed after bootstrap-kubelet.conf (join_old write:64, 67, 69 in the first whole
+    -- sweep): the kubelet bootstrapped and registered a Ready Node before --resume, which refused it
+    { "^write %d+ /etc/kubernetes/bootstrap%-kubelet%.conf" },
+    { "^write %d+ /var/lib/kubelet/config%.yaml" },
   },
 }
+M.REGRESSIONS.join_old = M.REGRESSIONS.join
+M.REGRESSIONS.worker = { M.REGRESSIONS.join[2], M.REGRESSIONS.join[3] }
 
 function M.regression_points(flow, lines)
   local out = {}
