@@ -101,7 +101,8 @@ M.help = {
     long = "Bring a lab up: per node a root directory, a network namespace and a kubelet stand-in; `moonadm init`\n" ..
       "on cp1 and `moonadm join` on the others (behind a load balancer with more than one control plane).\n" ..
       "It says \"up\" only when every static Pod manifest of every node has its mirror Pod in the API and every\n" ..
-      "Node is Ready. Without --subnet the lab picks a free /24 by itself. A previous lab of the same name is\n" ..
+      "Node is Ready (with an init --flow of your own: only when the kube-apiserver is ready). Without --subnet\n" ..
+      "the lab picks a free /24 by itself. A previous lab of the same name is\n" ..
       "removed first.",
     example = "  # An HA lab: three control planes behind a load balancer, two workers\n" ..
       "  moonadm lab up --control-planes 3 --workers 2\n\n" ..
@@ -561,17 +562,23 @@ function M.up(argv)
     end
     -- "up" only when it is: every static Pod of every joined node has its mirror Pod in the API and
     -- every Node is Ready, read with moonadm's own client and the lab's admin kubeconfig.
-    local names = {}
-    for _, n in ipairs(st.nodes) do if n.role ~= "spare" then names[#names + 1] = n.name end end
-    local c, cerr = kclient.from_kubeconfig(dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
-    if not c then error(("an API client from %s/admin.conf: %s"):format(dir, tostring(cerr)), 0) end
-    local okw, werr = pcall(wait_for, ("every static Pod's mirror Pod and every Node Ready (%s)"):format(
-      table.concat(names, " ")), flags["ready-timeout"], function()
-        local why = M.not_up(c, st)
-        return why == nil, why
-      end, "Every static Pod has its mirror Pod and every Node is Ready")
-    c:close()
-    if not okw then error(werr, 0) end
+    -- An init --flow of the user's may stop before the phases that authorize admin.conf and let the
+    -- kubelet bootstrap (upload-config, bootstrap-token): then only /readyz is waited for.
+    if flags.flow then
+      log.info("[lab] init ran the --flow %s: not waiting for mirror Pods and Ready Nodes (that flow may not make them)", flags.flow)
+    else
+      local names = {}
+      for _, n in ipairs(st.nodes) do if n.role ~= "spare" then names[#names + 1] = n.name end end
+      local c, cerr = kclient.from_kubeconfig(dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
+      if not c then error(("an API client from %s/admin.conf: %s"):format(dir, tostring(cerr)), 0) end
+      local okw, werr = pcall(wait_for, ("every static Pod's mirror Pod and every Node Ready (%s)"):format(
+        table.concat(names, " ")), flags["ready-timeout"], function()
+          local why = M.not_up(c, st)
+          return why == nil, why
+        end, "Every static Pod has its mirror Pod and every Node is Ready")
+      c:close()
+      if not okw then error(werr, 0) end
+    end
     st.ready = true
     state.save(dir, st)
   end)
