@@ -11,6 +11,7 @@ local common = require "commands.common"
 local errors = require "errors"
 local help = require "help"
 local log = require "log"
+local runner = require "runner"
 
 local M = {}
 
@@ -222,9 +223,15 @@ function M.main(argv)
     if log.verbosity >= 5 then return debug.traceback(tostring(e), 2) end
     return tostring(e)
   end)
+  -- failures the command got back outside any phase and never read (scripts/runner.lua)
+  local unchecked = runner.unchecked_failures(name)
   if not ok then
     log.error(errors.message(rc))
     return errors.code(rc)
+  end
+  if unchecked and (rc or 0) == 0 then
+    log.error(unchecked)
+    return 1
   end
   return rc or 0
 end

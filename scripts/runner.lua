@@ -115,6 +115,26 @@ local function fmt_duration(s)
   return ("%.2fs"):format(s)
 end
 
+-- API failures a phase got back and never read (kube.client tracks them, when it is loaded at
+-- all): each is logged as an error at the end of the phase; MOONADM_STRICT_RESULTS=1 (set by the
+-- test suites) makes them fail a phase that otherwise succeeded. Returns that failure's message.
+M.strict_results = os.getenv("MOONADM_STRICT_RESULTS") == "1"
+local function unchecked_failures(path)
+  local client = package.loaded["kube.client"]
+  if not client then return nil end
+  local list, dropped = client.unchecked()
+  if #list == 0 and dropped == 0 then return nil end
+  for _, u in ipairs(list) do
+    log.error(("[%s] an API call failed and nothing checked its result (%s): %s"):format(path, u.site, u.message))
+  end
+  if dropped > 0 then log.error(("[%s] %d more unchecked API failures were not kept"):format(path, dropped)) end
+  if not M.strict_results then return nil end
+  local first = list[1] or { site = "?", message = "not kept" }
+  return ("%d API failure%s never checked (first at %s: %s)"):format(#list + dropped,
+    #list + dropped == 1 and " was" or "s were", first.site, first.message)
+end
+M.unchecked_failures = unchecked_failures
+
 -- Runs the selected nodes. opts: {journal = journal or nil, resume = bool}.
 -- Returns true | nil, err (err is an errors object or string, already wrapped with the phase name).
 function M.execute(nodes, ctx, opts)
@@ -157,6 +177,8 @@ function M.execute(nodes, ctx, opts)
             return debug.traceback(tostring(e), 2)
           end, ctx)
           local dt = core.monotonic() - t0
+          local unchecked = unchecked_failures(n.path)
+          if ran and unchecked then ran, err = false, unchecked end
           if not ran then
             log.event { type = "phase-end", phase = n.path, status = "failed", duration = dt }
             local msg = ("error execution phase %s: %s"):format(n.path, errors.message(err))

@@ -10,6 +10,7 @@ local log = require "log"
 local util = require "util"
 local capi = require "cluster.api"
 local rbac = require "cluster.rbac"
+local up = require "cluster.uploadconfig"
 
 local M = {}
 
@@ -194,17 +195,23 @@ users:
     tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token]]):format(server)
 end
 
-function M.proxy_objects(cluster, user, server, advertise)
+-- user_supplied: whether the KubeProxyConfiguration is the user's (default: one was given); kubeadm
+-- signs the ConfigMap of a generated one (component-config hash) and leaves the user's unsigned.
+-- Both values end without a newline, as kubeadm's `|-` template writes them.
+function M.proxy_objects(cluster, user, server, advertise, user_supplied)
+  if user_supplied == nil then user_supplied = user ~= nil end
   local image = require("manifests.pod").image(cluster, "kube-proxy")
   local labels = { ["k8s-app"] = "kube-proxy" }
+  local cm = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "kube-proxy", namespace = NS, labels = { app = "kube-proxy" } },
+    data = { ["kubeconfig.conf"] = M.proxy_kubeconfig(server),
+      ["config.conf"] = (yaml.encode(M.proxy_config(cluster, user, advertise)):gsub("\n+$", "")) } }
+  if not user_supplied then up.sign(cm) end
   return {
     sa("kube-proxy"),
     rbac.cluster_role_binding("kubeadm:node-proxier", "system:node-proxier", { rbac.sa("kube-proxy", NS) }),
     rbac.role(NS, "kube-proxy", { rbac.rule({ "" }, { "configmaps" }, { "get" }, { "kube-proxy" }) }),
     rbac.role_binding(NS, "kube-proxy", "kube-proxy", { rbac.group("system:bootstrappers:kubeadm:default-node-token") }),
-    { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "kube-proxy", namespace = NS, labels = { app = "kube-proxy" } },
-      data = { ["kubeconfig.conf"] = M.proxy_kubeconfig(server),
-        ["config.conf"] = yaml.encode(M.proxy_config(cluster, user, advertise)) } },
+    cm,
     { apiVersion = "apps/v1", kind = "DaemonSet",
       metadata = { name = "kube-proxy", namespace = NS, labels = util.deepcopy(labels) },
       spec = {
@@ -259,7 +266,8 @@ function M.coredns(ctx)
   local c = capi.admin(ctx)
   local replicas
   if not ctx.dry_run then
-    local live = c:get({ apiVersion = "apps/v1", kind = "Deployment", namespace = NS, name = "coredns" })
+    local live, err = capi.lookup(c, { apiVersion = "apps/v1", kind = "Deployment", namespace = NS, name = "coredns" })
+    if err then error(("[addons] reading Deployment %s/coredns (its replicas are kept): %s"):format(NS, tostring(err)), 0) end
     replicas = live and live.spec and live.spec.replicas
   end
   local objs = M.coredns_objects(cluster, replicas and math.tointeger(replicas))
@@ -278,10 +286,13 @@ function M.kube_proxy(ctx)
   local adv = ep.advertise_address(ctx)
   local server = ep.cpe_url(cluster, adv, ep.bind_port(ctx))
   if ctx.flags and ctx.flags["print-manifest"] then
-    return print_manifest(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv))
+    -- kubeadm prints its template as rendered, before it signs the ConfigMap
+    return print_manifest(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv, true))
   end
   local c = capi.admin(ctx)
-  for _, o in ipairs(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv)) do capi.apply(ctx, c, o) end
+  for _, o in ipairs(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv, ctx.data.kubeproxy_user_supplied)) do
+    capi.apply(ctx, c, o)
+  end
   log.info("[addons] Applied essential addon: kube-proxy")
 end
 

@@ -34,7 +34,8 @@ end
 
 -- Who admin.conf is, for a message (a SelfSubjectReview; its certificate's names when that fails).
 local function whoami(admin)
-  local r = admin:create({ apiVersion = "authentication.k8s.io/v1", kind = "SelfSubjectReview" }, { timeout = 5 })
+  local r, err = admin:create({ apiVersion = "authentication.k8s.io/v1", kind = "SelfSubjectReview" }, { timeout = 5 })
+  if not r then log.v(1, "[kubeconfig] asking who %s is: %s", capi.ADMIN_CONF, tostring(err)) end
   local ui = type(r) == "table" and type(r.status) == "table" and type(r.status.userInfo) == "table" and r.status.userInfo
   if ui and type(ui.username) == "string" then
     local groups = type(ui.groups) == "table" and table.concat(ui.groups, ", ") or ""

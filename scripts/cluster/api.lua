@@ -109,6 +109,14 @@ function M.update_service(c, obj)
   return got, "updated"
 end
 
+-- The object, or nil when it does not exist (404); nil, err for any other failure.
+function M.lookup(c, ref, opts)
+  local obj, err = c:get(ref, opts)
+  if obj then return obj end
+  if err.code == 404 then return nil end
+  return nil, err
+end
+
 -- Creates obj unless it exists (then the live one is returned untouched).
 function M.ensure(ctx, c, obj)
   if ctx.dry_run then

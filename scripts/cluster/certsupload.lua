@@ -104,10 +104,14 @@ function M.run(ctx)
   -- the kubeadm-certs Secret while it has more than an hour to live, instead of leaving a second
   -- token behind; an older or missing one is replaced, as kubeadm does on every run.
   if not ctx.dry_run then
-    local live = c:get({ apiVersion = "v1", kind = "Secret", namespace = M.NS, name = M.SECRET })
+    local function lookup(name)
+      local obj, err = capi.lookup(c, { apiVersion = "v1", kind = "Secret", namespace = M.NS, name = name })
+      if err then error(("[upload-certs] reading Secret %s/%s: %s"):format(M.NS, name, tostring(err)), 0) end
+      return obj
+    end
+    local live = lookup(M.SECRET)
     local ref = live and live.metadata and live.metadata.ownerReferences and live.metadata.ownerReferences[1]
-    local tok = ref and ref.kind == "Secret" and
-      c:get({ apiVersion = "v1", kind = "Secret", namespace = M.NS, name = ref.name })
+    local tok = ref and ref.kind == "Secret" and lookup(ref.name)
     local t = tok and tok.metadata and tok.metadata.uid == ref.uid and tokens.from_secret(tok)
     if t and t.expires and t.expires > os.time() + 3600 and #t.usages == 0 then
       log.v(1, "[upload-certs] Reusing the kubeadm-certs owner token %s (expires %s)", t.id, tokens.rfc3339(t.expires))
@@ -116,9 +120,10 @@ function M.run(ctx)
     -- A crash right after the token was created and before kubeadm-certs named it as its owner:
     -- the token is there but nothing points at it. Find it by its description.
     if not owner then
-      local list = c:list({ apiVersion = "v1", kind = "Secret", namespace = M.NS },
+      local list, lerr = c:list({ apiVersion = "v1", kind = "Secret", namespace = M.NS },
         { field_selector = "type=bootstrap.kubernetes.io/token" })
-      for _, sec in ipairs(list and list.items or {}) do
+      if not list then error(("[upload-certs] listing the bootstrap tokens in %s: %s"):format(M.NS, tostring(lerr)), 0) end
+      for _, sec in ipairs(list.items or {}) do
         local lt = tokens.from_secret(sec)
         if lt and lt.description == M.TOKEN_DESCRIPTION and lt.expires and lt.expires > os.time() + 3600
           and #lt.usages == 0 and (not owner or lt.expires > tokens.from_secret(owner).expires) then

@@ -10,6 +10,7 @@ local M = {}
 
 M.LABELS = { "node-role.kubernetes.io/control-plane", "node.kubernetes.io/exclude-from-external-load-balancers" }
 M.DEFAULT_TAINT = { key = "node-role.kubernetes.io/control-plane", effect = "NoSchedule" }
+M.CRI_SOCKET_ANNOTATION = "kubeadm.alpha.kubernetes.io/cri-socket"
 
 function M.name(ctx) return require("manifests.pod").node_name(ctx) end
 
@@ -53,6 +54,17 @@ function M.patch(ctx, c, mutate, prefix)
     end
     core.sleep(0.25)
   end
+end
+
+-- kubeadm's AnnotateCRISocket (NodeLocalCRISocket=false): the node's CRI socket as an annotation
+-- on its Node, waiting for the kubelet to register it; raises when the Node never takes it.
+function M.annotate_cri_socket(ctx, c, prefix)
+  local socket = require("kubelet.cri").socket(ctx)
+  log.v(1, "%s preserving the crisocket information for the node", prefix)
+  return M.patch(ctx, c, function(n)
+    if (n.metadata.annotations or {})[M.CRI_SOCKET_ANNOTATION] == socket then return nil end
+    return { metadata = { annotations = { [M.CRI_SOCKET_ANNOTATION] = socket } } }
+  end, prefix)
 end
 
 -- The taints to add: nodeRegistration.taints (nil → the default control-plane taint, [] → none).

@@ -214,13 +214,14 @@ function M.rbac_objects()
   }
 end
 
--- The cluster-info kubeconfig text: one cluster named "" with server and CA data (clientcmd.Write).
+-- The cluster-info kubeconfig text: one cluster named "" with server and CA data, as clientcmd.Write
+-- of client-go v0.35 writes it (nil lists as null; preferences, deprecated, omitted when zero).
 function M.cluster_info_kubeconfig(server, ca_pem)
   if type(ca_pem) ~= "string" or ca_pem == "" then
     error("the cluster-info ConfigMap needs the cluster CA, and none was given", 0)
   end
   return ("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: %s\n    server: %s\n  name: \"\"\n" ..
-    "contexts: null\ncurrent-context: \"\"\nkind: Config\npreferences: {}\nusers: null\n"):format(api.b64encode(ca_pem), server)
+    "contexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n"):format(api.b64encode(ca_pem), server)
 end
 
 function M.cluster_info(server, ca_pem)

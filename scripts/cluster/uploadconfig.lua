@@ -29,6 +29,20 @@ function M.checksum(data)
   return "sha256:" .. require("moonadm.pki").sha256_hex(table.concat(parts))
 end
 
+-- kubeadm's SignConfigMap: a generated component config's ConfigMap carries the checksum of its data.
+function M.sign(cm)
+  cm.metadata.annotations = cm.metadata.annotations or {}
+  cm.metadata.annotations[M.HASH_ANNOTATION] = M.checksum(cm.data)
+  return cm
+end
+
+-- kubeadm's VerifyConfigMapSignature: the checksum is there and matches (a config kubeadm generated
+-- and nobody edited since); anything else is the user's.
+function M.signed(cm)
+  local ann = cm and cm.metadata and cm.metadata.annotations and cm.metadata.annotations[M.HASH_ANNOTATION]
+  return ann ~= nil and cm.data ~= nil and ann == M.checksum(cm.data)
+end
+
 -- moonadm's experiments (ControlPlaneKubeletLocalMode=false) are the cluster's too, so joins follow
 -- them; they travel in an annotation kubeadm ignores, never in featureGates (design.md's contract).
 local function experiment_annotations(cluster)
@@ -50,12 +64,14 @@ function M.kubeadm_objects(cluster)
   }
 end
 
-function M.kubelet_objects(cluster, user_kubelet)
+-- user_supplied: whether the KubeletConfiguration is the user's (default: one was given), which
+-- leaves the ConfigMap unsigned.
+function M.kubelet_objects(cluster, user_kubelet, user_supplied)
+  if user_supplied == nil then user_supplied = user_kubelet ~= nil end
   local kcfg = require("kubelet.config").build(cluster, user_kubelet)
-  local data = { kubelet = yaml.encode(kcfg) }
   local cm = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = M.KUBELET_CONFIG, namespace = M.NS },
-    data = data }
-  if not user_kubelet then cm.metadata.annotations = { [M.HASH_ANNOTATION] = M.checksum(data) } end
+    data = { kubelet = yaml.encode(kcfg) } }
+  if not user_supplied then M.sign(cm) end
   return {
     cm,
     rbac.role(M.NS, M.KUBELET_CONFIG_RBAC, { rbac.rule({ "" }, { "configmaps" }, { "get" }, { M.KUBELET_CONFIG }) }),
@@ -75,16 +91,8 @@ function M.upload_kubelet(ctx)
   log.info("[kubelet] Creating a ConfigMap %q in namespace %s with the configuration for the kubelets in the cluster",
     M.KUBELET_CONFIG, M.NS)
   for _, o in ipairs(M.kubelet_objects(ctx.cfg.cluster, ctx.cfg.kubelet)) do capi.apply(ctx, c, o) end
-  if not ctx:gate("NodeLocalCRISocket") then
-    -- the old way: the CRI socket as an annotation on this node's Node object
-    local node = require("cluster.node")
-    local socket = require("kubelet.cri").socket(ctx)
-    node.patch(ctx, c, function(n)
-      n.metadata.annotations = n.metadata.annotations or {}
-      if n.metadata.annotations["kubeadm.alpha.kubernetes.io/cri-socket"] == socket then return nil end
-      return { metadata = { annotations = { ["kubeadm.alpha.kubernetes.io/cri-socket"] = socket } } }
-    end, "[upload-config]")
-  end
+  -- the old way: the CRI socket as an annotation on this node's Node object
+  if not ctx:gate("NodeLocalCRISocket") then require("cluster.node").annotate_cri_socket(ctx, c, "[upload-config]") end
 end
 
 return M

@@ -249,6 +249,8 @@ function M.main(opts)
     end
     return errors.code(rerr)
   end
+  -- the whole flow ran (not `... phase NAME`): the command's closing text (join's; init's is a phase)
+  if opts.done and not run_opts.filter then log.result(opts.done(ctx)) end
   return 0
 end
 

@@ -13,6 +13,7 @@ M.flags = {
   { name = "cri-socket", type = "string", help = "Path to the CRI socket to connect" },
   { name = "force", short = "f", type = "bool", help = "Reset the node without prompting for confirmation" },
   { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" },
+  { name = "unsafe-wipe-etcd-data", type = "bool", help = "moonadm: delete this control plane's etcd data even when its member could not be removed from the etcd cluster (that can cost the cluster its quorum)" },
 }
 
 -- kubeadm v1.35's closing note, then what it means on this node.

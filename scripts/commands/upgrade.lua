@@ -114,9 +114,8 @@ function M.plan(argv)
   else
     if flags["print-config"] then
       log.info("[upgrade/config] Configuration used:")
-      log.result(require("moonadm.yaml").encode(config.cluster_for_upload(config.load_cluster(
-        c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
-          .data.ClusterConfiguration))))
+      local cm = c:must_get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
+      log.result(require("moonadm.yaml").encode(config.cluster_for_upload(config.load_cluster(cm.data.ClusterConfiguration))))
     end
     io.stdout:write(plan_mod.text(plan))
   end

@@ -9,15 +9,19 @@ local log = require "log"
 local M = {}
 
 -- Runs an init phase's subtree programmatically: its run_if (the whole-tree planning), then the
--- named children in order.
+-- named children in order (a function in the list is called in its place).
 local function run_init_phase(ctx, module, children)
   local p = require(module)
   if p.run_if then p.run_if(ctx) end
   local by = {}
   for _, c in ipairs(p.children) do by[c.name] = c end
   for _, name in ipairs(children) do
-    local c = by[name] or error(("%s has no child %q"):format(module, name), 0)
-    c.run(ctx)
+    if type(name) == "function" then
+      name()
+    else
+      local c = by[name] or error(("%s has no child %q"):format(module, name), 0)
+      c.run(ctx)
+    end
   end
 end
 
@@ -71,10 +75,16 @@ function M.check_shared(ctx)
   end
 end
 
+-- The certificates this node lacks, with kubeadm's join messages (CreatePKIAssets): the shared CAs
+-- are used quietly, then "Valid certificates and keys now exist", then the service-account key.
 function M.certs(ctx)
   M.check_shared(ctx)
+  ctx.data.pki_join = true
   run_init_phase(ctx, "phases.init.certs", { "ca", "apiserver", "apiserver-kubelet-client", "front-proxy-ca",
-    "front-proxy-client", "etcd-ca", "etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client", "sa" })
+    "front-proxy-client", "etcd-ca", "etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client",
+    function()
+      log.info("[certs] Valid certificates and keys now exist in %q", ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki")
+    end, "sa" })
 end
 
 function M.kubeconfigs(ctx)

@@ -48,7 +48,12 @@ function M.prepare(ctx)
     log.warn("this cluster runs moonadm's experiment %s (annotation %s): this join follows it", exp, M.EXPERIMENT_ANNOTATION)
   end
   ctx.gates = gates
-  local kcm = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubelet-config" }
+  local kcm, kerr = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubelet-config" }
+  if not kcm and kerr.code ~= 404 then
+    error(("[preflight] reading the kubelet configuration from ConfigMap kube-system/kubelet-config: %s"):format(tostring(kerr)), 0)
+  elseif not kcm then
+    log.warn("[preflight] the cluster has no kube-system/kubelet-config ConfigMap: this node's kubelet gets the defaults")
+  end
   if kcm and kcm.data and kcm.data.kubelet then
     local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
     ctx.cfg.kubelet = docs and docs[1]

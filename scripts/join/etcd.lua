@@ -31,7 +31,9 @@ function M.client(ctx)
   -- kubeadm's NewFromCluster then Sync(): the members' own client URLs replace the pods' list, so
   -- a stale etcd mirror pod of a reset node does not count.
   local synced = {}
-  for _, mem in ipairs(m:list() or {}) do
+  local list, lerr = m:list()
+  if not list then m:close(); error("[etcd] error syncing endpoints with etcd: " .. tostring(lerr), 0) end
+  for _, mem in ipairs(list) do
     for _, u in ipairs(mem.client_urls or {}) do synced[#synced + 1] = u end
   end
   table.sort(synced)

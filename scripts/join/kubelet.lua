@@ -71,7 +71,10 @@ function M.start(ctx)
   -- machine's kubelet holds that node's identity: a run killed after bootstrap-kubelet.conf was
   -- written leaves a kubelet that bootstraps and registers the Node before the run is resumed.
   local name = require("manifests.pod").node_name(ctx)
-  local node = ctx.data.bootstrap_client:get { apiVersion = "v1", kind = "Node", name = name }
+  local node, nerr = ctx.data.bootstrap_client:get { apiVersion = "v1", kind = "Node", name = name }
+  if not node and nerr.code ~= 404 then
+    error(("[kubelet-start] cannot get Node %q: %s"):format(name, tostring(nerr)), 0)
+  end
   if node and M.holds_identity(ctx, name, r.ca_pem) then
     log.info("[kubelet-start] The Node %q is this machine's: its kubelet already holds the node's client certificate", name)
     node = nil
@@ -130,14 +133,16 @@ function M.wait_bootstrap(ctx)
   end
   log.info("[kubelet-start] The kubelet performed the TLS Bootstrap after %s", duration.format_seconds(core.monotonic() - t0))
   fs.remove(M.BOOTSTRAP)
-  if not ctx:gate("NodeLocalCRISocket") then
-    local c = require("cluster.api").from_kubeconfig(ctx, M.KUBELET_CONF)
-    local name = require("manifests.pod").node_name(ctx)
-    local socket = require("kubelet.cri").socket(ctx)
-    c:patch({ apiVersion = "v1", kind = "Node", name = name },
-      { metadata = { annotations = { ["kubeadm.alpha.kubernetes.io/cri-socket"] = socket } } }, { type = "merge" })
-    c:close()
-  end
+  if not ctx:gate("NodeLocalCRISocket") then M.annotate_cri_socket(ctx) end
+end
+
+-- With the node's own kubelet.conf, as kubeadm: the kubelet registers its Node some time after
+-- the TLS bootstrap, so cluster.node waits for it and the join fails if it never takes the annotation.
+function M.annotate_cri_socket(ctx)
+  local c = require("cluster.api").from_kubeconfig(ctx, M.KUBELET_CONF)
+  local ok, err = pcall(require("cluster.node").annotate_cri_socket, ctx, c, "[kubelet-start]")
+  c:close()
+  if not ok then error("[kubelet-start] error writing CRISocket for this node: " .. tostring(err), 0) end
 end
 
 return M

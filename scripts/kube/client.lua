@@ -30,19 +30,61 @@ end
 
 -- ---- errors ----------------------------------------------------------------
 
+-- An error is a proxy over its fields, so reading one (err.code, tostring(err), raising it) is
+-- seen: a failure a caller outside this file got back and never read is an unchecked result, and
+-- M.unchecked() hands those over (the runner logs them at the end of each phase).
+local FIELDS, SEEN = {}, {}
 local Err = {}
-Err.__index = Err
-Err.__tostring = function(e)
-  local where = e.method and (e.method .. " " .. (e.path or "")) or nil
-  local s = e.message or "error"
+local function describe(f)
+  local where = f.method and (f.method .. " " .. (f.path or "")) or nil
+  local s = f.message or "error"
   if where then s = where .. ": " .. s end
-  if e.reason and e.code and e.code > 0 then s = ("%s (%s, %d)"):format(s, e.reason, e.code) end
+  if f.reason and f.code and f.code > 0 then s = ("%s (%s, %d)"):format(s, f.reason, f.code) end
   return s
+end
+Err.__index = function(e, k)
+  rawset(e, SEEN, true)
+  return rawget(e, FIELDS)[k]
+end
+Err.__newindex = function(e, k, v) rawget(e, FIELDS)[k] = v end
+Err.__tostring = function(e)
+  rawset(e, SEEN, true)
+  return describe(rawget(e, FIELDS))
 end
 M.Error = Err
 
-local function mkerr(t) return setmetatable(t, Err) end
+local function mkerr(t) return setmetatable({ [FIELDS] = t }, Err) end
 M.is_error = function(e) return getmetatable(e) == Err end
+
+-- Failures returned to callers outside this file and not read yet (at most MAX_PENDING kept:
+-- a long-running loop's failures must not grow without bound; the count of the rest is kept).
+local MAX_PENDING = 64
+local pending, pending_dropped = {}, 0
+local THIS_FILE = debug.getinfo(1, "S").source
+
+local function track(err)
+  local info = debug.getinfo(3, "Sl")
+  if not info or info.source == THIS_FILE then return end -- a call between this file's own methods
+  rawset(err, SEEN, false)
+  for _, p in ipairs(pending) do if p.err == err then p.site = nil end end
+  if #pending >= MAX_PENDING then pending_dropped = pending_dropped + 1 return end
+  local src = info.source:gsub("^[@=]", "")
+  pending[#pending + 1] = { err = err, site = ("%s:%d"):format(src, info.currentline) }
+end
+
+-- The failures returned since the last call and never read: a list of {site = "file:line",
+-- message = }, and how many more were not kept. Forgets them all.
+function M.unchecked()
+  local out = {}
+  for _, p in ipairs(pending) do
+    if p.site and not rawget(p.err, SEEN) then
+      out[#out + 1] = { site = p.site, message = describe(rawget(p.err, FIELDS)) }
+    end
+  end
+  local dropped = pending_dropped
+  pending, pending_dropped = {}, 0
+  return out, dropped
+end
 
 local reasons = {
   [400] = "BadRequest", [401] = "Unauthorized", [403] = "Forbidden", [404] = "NotFound",
@@ -603,14 +645,22 @@ function C:watch(ref, handler, o)
   return last_rv, "timeout"
 end
 
--- ---- the raising variant (redis style): c:must_get(...) etc. ---------------------------
+-- ---- results: every failure tracked; the raising variant c:must_get(...) etc. (redis style) ----
 
-for _, name in ipairs { "get", "list", "create", "update", "patch", "apply", "delete", "create_or_update",
+for _, name in ipairs { "raw", "get", "list", "create", "update", "patch", "apply", "delete", "create_or_update",
                         "get_or_create", "watch", "call" } do
   local f = C[name]
+  C[name] = function(self, ...)
+    local a, err, c = f(self, ...)
+    if a == nil and getmetatable(err) == Err then track(err) end
+    return a, err, c
+  end
   C["must_" .. name] = function(self, ...)
     local a, err, c = f(self, ...)
-    if a == nil then error(err, 2) end
+    if a == nil then
+      if getmetatable(err) == Err then rawset(err, SEEN, true) end
+      error(err, 2)
+    end
     return a, err, c
   end
 end

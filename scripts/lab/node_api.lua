@@ -137,7 +137,6 @@ function M:bootstrap()
     contexts = { { name = "default-context", context = { cluster = "default-cluster", user = "default-auth",
       namespace = "default" } } },
     ["current-context"] = "default-context",
-    preferences = {},
     users = { { name = "default-auth", user = { ["client-certificate"] = CLIENT_PEM, ["client-key"] = CLIENT_PEM } } },
   }
   fs.write(KUBELET_CONF, yaml.encode(conf), "0600")
@@ -324,10 +323,14 @@ function M:resync()
   end
   for name, p in pairs(live) do
     if not wanted[name] then
-      c:delete({ apiVersion = "v1", kind = "Pod", namespace = p.metadata.namespace, name = name },
+      local ok, err = c:delete({ apiVersion = "v1", kind = "Pod", namespace = p.metadata.namespace, name = name },
         { grace_period = 0, ignore_not_found = true })
-      self.mirrors[name] = nil
-      log("mirror pod %s deleted: its manifest is gone", name)
+      if ok then
+        self.mirrors[name] = nil
+        log("mirror pod %s deleted: its manifest is gone", name)
+      else
+        log("deleting mirror pod %s (its manifest is gone): %s; retried next sync", name, tostring(err))
+      end
     end
   end
   self.dirty = false

@@ -265,7 +265,9 @@ end
 function M.apply(E, a)
   local c = a.entry
   if a.action == "external-etcd" then
-    if c.is_ca then
+    if E.ctx.data.pki_join then
+      log.v(1, "[certs] External etcd mode: no %s certificate on a control-plane join", c.base)
+    elseif c.is_ca then
       log.info("[certs] External etcd mode: Skipping %s certificate authority generation", c.base)
     else
       log.info("[certs] External etcd mode: Skipping %s certificate generation", c.base)
@@ -288,7 +290,10 @@ function M.apply(E, a)
     E.ctx:write(M.path(E, "sa", "key"), assert(k:pem()), tonumber("600", 8))
     E.ctx:write(M.path(E, "sa", "pub"), pub, tonumber("600", 8))
   elseif c.is_ca then
-    if a.action == "reuse" then
+    if a.action == "reuse" and E.ctx.data.pki_join then
+      -- a control-plane join (kubeadm's CreatePKIAssets) says this only at -v 1
+      log.v(1, "[certs] Using the existing CA certificate %q and key %q", M.path(E, c.base, "crt"), M.path(E, c.base, "key"))
+    elseif a.action == "reuse" then
       log.info("[certs] Using existing %s certificate authority", c.base)
     elseif a.action == "keyless" then
       log.info("[certs] Using existing %s keyless certificate authority", c.base)

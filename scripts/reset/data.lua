@@ -14,9 +14,11 @@ local M = {}
 M.DEFAULT_CERT_DIR = "/etc/kubernetes/pki"
 M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 M.ENDPOINT_ANNOTATION = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
--- Reading the cluster is best effort: a short deadline, so that a reset of a node whose cluster is
--- gone does not wait a minute on it.
-M.API_TIMEOUT = 5
+-- Reading the cluster is best effort, but retried as kubeadm's GetConfigMapWithShortRetry retries:
+-- attempts of at most API_REQUEST_TIMEOUT each (a load balancer may route one to a dead member)
+-- within API_TIMEOUT, so that a reset of a node whose cluster is gone does not wait a minute on it.
+M.API_TIMEOUT = 10
+M.API_REQUEST_TIMEOUT = 2
 
 -- The node name from kubelet.conf's client certificate (CN system:node:NAME), as kubeadm's
 -- getNodeNameFromKubeletConfig; nil when there is none.
@@ -42,7 +44,11 @@ end
 -- manifest's advertised peer URL. Returns address, where it came from.
 function M.advertise_address(client, node)
   if client and node then
-    local pod = client:get { apiVersion = "v1", kind = "Pod", namespace = "kube-system", name = "kube-apiserver-" .. node }
+    local pod, err = client:get { apiVersion = "v1", kind = "Pod", namespace = "kube-system", name = "kube-apiserver-" .. node }
+    if not pod and err.code ~= 404 then
+      log.warn("[reset] Could not read Pod kube-system/kube-apiserver-%s, using the local manifests for the advertise address: %s",
+        node, tostring(err))
+    end
     local ann = pod and pod.metadata and pod.metadata.annotations and pod.metadata.annotations[M.ENDPOINT_ANNOTATION]
     local host = ann and split_hostport(ann)
     if host then return host, "the kube-apiserver-" .. node .. " pod" end
@@ -78,7 +84,7 @@ function M.read_cluster(ctx, path)
     log.v(1, "[reset] Could not obtain a client set from the kubeconfig file: %s (no such file)", path)
     return nil, "no " .. path
   end
-  local c, err = client_mod.from_kubeconfig(fs.path(path), { timeout = M.API_TIMEOUT, request_timeout = M.API_TIMEOUT,
+  local c, err = client_mod.from_kubeconfig(fs.path(path), { timeout = M.API_TIMEOUT, request_timeout = M.API_REQUEST_TIMEOUT,
     connect_timeout = 2, max_backoff = 1 })
   if not c then
     log.warn("[reset] Could not obtain a client set from the kubeconfig file %s: %s", path, tostring(err))

@@ -9,6 +9,7 @@ local yaml = require "moonadm.yaml"
 local config = require "config"
 local log = require "log"
 local capi = require "cluster.api"
+local up = require "cluster.uploadconfig"
 local b64 = require "pki.base64"
 local version = require "upgrade.version"
 
@@ -77,8 +78,16 @@ function M.client(ctx)
   return capi.admin(ctx)
 end
 
-local function get_cm(c, name)
-  return c:get { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = name }
+-- A kube-system ConfigMap, or nil when it does not exist (or, when optional, cannot be read: kubeadm
+-- goes on without kube-proxy's config on a 403 too); any other failure raises.
+local function get_cm(c, name, optional)
+  local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = name })
+  if err and optional and err.code == 403 then
+    log.warn("No %s config is loaded. Continuing without it: %s", name, tostring(err))
+    return nil
+  end
+  if err then error(("[upgrade/config] reading ConfigMap %s/%s: %s"):format(M.NS, name, tostring(err)), 0) end
+  return cm
 end
 
 -- The cluster's version: the kube-apiserver's gitVersion (kubeadm's FetchClusterVersion).
@@ -96,8 +105,8 @@ function M.prepare(ctx, opts)
   local part = M.part(ctx)
   local c = M.client(ctx)
   log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", M.NS)
-  local cm, err = get_cm(c, "kubeadm-config")
-  if not cm then error("[upgrade/config] unable to fetch the kubeadm-config ConfigMap: " .. tostring(err), 0) end
+  local cm = get_cm(c, "kubeadm-config")
+  if not cm then error("[upgrade/config] unable to fetch the kubeadm-config ConfigMap: it does not exist in kube-system", 0) end
   local text = cm.data and cm.data.ClusterConfiguration
   if not text then error("[upgrade/config] the kubeadm-config ConfigMap has no ClusterConfiguration key", 0) end
   local cluster, cerr = config.load_cluster(text, "kubeadm-config")
@@ -119,12 +128,14 @@ function M.prepare(ctx, opts)
   if kcm and kcm.data and kcm.data.kubelet then
     local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
     ctx.cfg.kubelet = docs and docs[1]
-    ctx.data.kubelet_user_supplied = not (kcm.metadata.annotations or {})[require("cluster.uploadconfig").HASH_ANNOTATION]
   end
-  local pcm = get_cm(c, "kube-proxy")
+  -- kube-proxy's config as the cluster holds it; kubeadm's (signed) is re-signed when re-applied,
+  -- the user's stays unsigned
+  local pcm = get_cm(c, "kube-proxy", true)
   if pcm and pcm.data and pcm.data["config.conf"] then
     local docs = yaml.decode(pcm.data["config.conf"], "kube-proxy")
     ctx.cfg.kubeproxy = docs and docs[1]
+    ctx.data.kubeproxy_user_supplied = not up.signed(pcm)
   end
   ctx.data.proxy_configmap = pcm ~= nil
   ctx.data.coredns_configmap = get_cm(c, "coredns") ~= nil

@@ -4,6 +4,7 @@
 -- collect() reads the cluster; build() is pure (the spec feeds it facts); text/json/yaml print.
 local yaml = require "moonadm.yaml"
 local C = require "config.constants"
+local capi = require "cluster.api"
 local version = require "upgrade.version"
 
 local M = {}
@@ -26,21 +27,26 @@ function M.collect(c)
   end
   table.sort(f.kubelets, function(a, b) return a.node < b.node end)
   for _, comp in ipairs(M.COMPONENTS) do
-    local list = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
+    local list, lerr = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
       { label_selector = "component=" .. comp .. ",tier=control-plane" })
+    if not list then return nil, ("listing the %s Pods: %s"):format(comp, tostring(lerr)) end
     local rows = {}
-    for _, p in ipairs(list and list.items or {}) do
+    for _, p in ipairs(list.items or {}) do
       local ctr = p.spec and p.spec.containers and p.spec.containers[1]
       rows[#rows + 1] = { node = p.spec.nodeName, image = ctr and ctr.image }
     end
     table.sort(rows, function(a, b) return (a.node or "") < (b.node or "") end)
     f.static[comp] = rows
   end
-  local dep = c:get { apiVersion = "apps/v1", kind = "Deployment", namespace = "kube-system", name = "coredns" }
+  -- a missing addon (disabled, or removed by the user) is no error; any other failure is
+  local dep, derr = capi.lookup(c, { apiVersion = "apps/v1", kind = "Deployment", namespace = "kube-system", name = "coredns" })
+  if derr then return nil, "reading Deployment kube-system/coredns: " .. tostring(derr) end
   f.coredns = dep and dep.spec.template.spec.containers[1].image
-  local ds = c:get { apiVersion = "apps/v1", kind = "DaemonSet", namespace = "kube-system", name = "kube-proxy" }
+  local ds, serr = capi.lookup(c, { apiVersion = "apps/v1", kind = "DaemonSet", namespace = "kube-system", name = "kube-proxy" })
+  if serr then return nil, "reading DaemonSet kube-system/kube-proxy: " .. tostring(serr) end
   f.kube_proxy = ds and ds.spec.template.spec.containers[1].image
-  local cm = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
+  local cm, cerr = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" })
+  if cerr then return nil, "reading ConfigMap kube-system/kubeadm-config: " .. tostring(cerr) end
   local text = cm and cm.data and cm.data.ClusterConfiguration
   if text then
     local cluster = require("config").load_cluster(text)

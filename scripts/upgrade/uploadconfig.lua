@@ -6,11 +6,12 @@
 local cjson = require "cjson"
 local log = require "log"
 local capi = require "cluster.api"
+local node = require "cluster.node"
 local up = require "cluster.uploadconfig"
 
 local M = {}
 
-M.CRI_ANNOTATION = "kubeadm.alpha.kubernetes.io/cri-socket"
+M.CRI_ANNOTATION = node.CRI_SOCKET_ANNOTATION
 
 function M.kubeadm(ctx)
   local c = capi.admin(ctx)
@@ -20,24 +21,20 @@ function M.kubeadm(ctx)
   for _, o in ipairs(objs) do capi.apply(ctx, c, o) end
 end
 
--- Whether kubeadm generated the live kubelet-config (its hash annotation matches its data).
-function M.generated(cm)
-  local ann = cm and cm.metadata and cm.metadata.annotations and cm.metadata.annotations[up.HASH_ANNOTATION]
-  return ann ~= nil and cm.data ~= nil and ann == up.checksum(cm.data)
-end
-
 function M.kubelet(ctx)
   local c = capi.admin(ctx)
   log.info("[upload-config] Creating a ConfigMap %q in namespace %s with the configuration for the kubelets in the cluster",
     up.KUBELET_CONFIG, up.NS)
-  local live = not ctx.dry_run and c:get { apiVersion = "v1", kind = "ConfigMap", namespace = up.NS, name = up.KUBELET_CONFIG }
-  local objs = up.kubelet_objects(ctx.cfg.cluster, ctx.cfg.kubelet)
-  if live == nil or live == false or M.generated(live) then
-    objs[1].metadata.annotations = { [up.HASH_ANNOTATION] = up.checksum(objs[1].data) }
+  local live, err
+  if not ctx.dry_run then
+    live, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = up.NS, name = up.KUBELET_CONFIG })
+    if err then error(("[upload-config] reading ConfigMap %s/%s: %s"):format(up.NS, up.KUBELET_CONFIG, tostring(err)), 0) end
   end
+  -- kept the user's (unsigned) when the live one is not kubeadm's as generated
+  local objs = up.kubelet_objects(ctx.cfg.cluster, ctx.cfg.kubelet, live ~= nil and not up.signed(live))
   for _, o in ipairs(objs) do capi.apply(ctx, c, o) end
   if ctx:gate("NodeLocalCRISocket") then
-    require("cluster.node").patch(ctx, c, function(n)
+    node.patch(ctx, c, function(n)
       local a = n.metadata.annotations or {}
       if a[M.CRI_ANNOTATION] == nil then return nil end
       log.info("[upload-config] Removing the %s annotation from Node %q", M.CRI_ANNOTATION, n.metadata.name)

@@ -348,6 +348,75 @@ current-context: x
     assert.has_error(function() conn:request { path = "/" } end, "attempt to use a closed API client")
   end)
 
+  describe("a failure nobody reads", function()
+    local runner = require "runner"
+    local NODE = { apiVersion = "v1", kind = "Node", name = "no-such-node-192-0-2-1" }
+    local function capture(f)
+      local lines = {}
+      local sink = { write = function(self, ...) for _, x in ipairs { ... } do lines[#lines + 1] = x end return self end,
+                     flush = function() end }
+      local saved = { log.out, log.err, log.json, runner.strict_results }
+      log.out, log.err, log.json = sink, sink, false
+      local ok, a, b = pcall(f)
+      log.out, log.err, log.json, runner.strict_results = table.unpack(saved)
+      assert(ok, a)
+      return table.concat(lines), a, b
+    end
+    local function phase(run)
+      return { { path = "upload-config/kubelet", status = "run", phase = { name = "kubelet", run = run } } }
+    end
+
+    before_each(function() client.unchecked() end)
+
+    it("is listed with the line that dropped it; a failure read (its code, tostring, must_) is not", function()
+      local _ = c:get(NODE); local line = debug.getinfo(1, "l").currentline
+      local list = client.unchecked()
+      assert.equal(1, #list)
+      assert.matches("api_spec.lua:" .. line .. "$", list[1].site)
+      assert.matches("GET /api/v1/nodes/no%-such%-node%-192%-0%-2%-1: .*%(NotFound, 404%)", list[1].message)
+      local _, err = c:get(NODE)
+      assert.equal(404, err.code)
+      local _, err2 = c:get(NODE)
+      assert.truthy(tostring(err2))
+      assert.has_error(function() c:must_get(NODE) end)
+      assert.same({}, (client.unchecked()))
+      local _, err3 = c:get(NODE) -- dropped, then handed over once: unchecked() forgets
+      assert.equal(1, #client.unchecked())
+      assert.equal(0, #client.unchecked())
+      assert.equal(404, err3.code)
+    end)
+
+    it("is logged as an error at the end of the phase, which still succeeds outside the tests", function()
+      local out, ok = capture(function()
+        runner.strict_results = false
+        return runner.execute(phase(function() c:patch(NODE, { metadata = { labels = { a = "b" } } }) end), {}, {})
+      end)
+      assert.is_true(ok)
+      assert.matches("[upload-config/kubelet] an API call failed and nothing checked its result (", out, 1, true)
+      assert.matches("PATCH /api/v1/nodes/no-such-node-192-0-2-1: ", out, 1, true)
+    end)
+
+    it("fails the phase under MOONADM_STRICT_RESULTS (every test suite), naming the call", function()
+      local out, ok, err = capture(function()
+        runner.strict_results = true
+        return runner.execute(phase(function() local _ = c:get(NODE) end), {}, {})
+      end)
+      assert.is_nil(ok)
+      assert.matches("error execution phase upload-config/kubelet: 1 API failure was never checked (first at ", tostring(err), 1, true)
+      assert.matches("api_spec.lua:%d+: GET /api/v1/nodes/no%-such%-node", tostring(err))
+      assert.matches("nothing checked its result", out, 1, true)
+      -- a phase that reads its failures is fine
+      local _, ok2 = capture(function()
+        runner.strict_results = true
+        return runner.execute(phase(function()
+          local _, e = c:get(NODE)
+          if e.code ~= 404 then error(e, 0) end
+        end), {}, {})
+      end)
+      assert.is_true(ok2)
+    end)
+  end)
+
   it("builds paths from group/version/resource/namespace/name", function()
     local function p(ref) return client.path(assert(client.resolve(ref))) end
     assert.equal("/api/v1/namespaces/kube-system/configmaps/x", p { version = "v1", resource = "configmaps", namespace = "kube-system", name = "x" })

@@ -201,6 +201,24 @@ describe("addons", function()
     assert.equal("registry.k8s.io/kube-proxy:v1.35.4", objs[6].spec.template.spec.containers[1].image)
     assert.equal("iptables", yaml.decode(addons.proxy_objects(cluster, { mode = "iptables" }, "https://x:6443")[5].data["config.conf"])[1].mode)
   end)
+
+  it("kube-proxy: the ConfigMap signed as kubeadm signs a generated config, not the user's; no trailing newlines", function()
+    local cm = addons.proxy_objects(cluster, nil, "https://192.0.2.1:6443", "192.0.2.1")[5]
+    assert.is_nil(cm.data["config.conf"]:find("\n$"), "config.conf ends with a newline kubeadm's |- template strips")
+    assert.is_nil(cm.data["kubeconfig.conf"]:find("\n$"))
+    assert.matches("^apiVersion: kubeproxy.config.k8s.io/v1alpha1\n", cm.data["config.conf"])
+    -- kubeadm's ChecksumForConfigMap: sha256 over the values in key order (config.conf < kubeconfig.conf)
+    local want = "sha256:" .. require("moonadm.pki").sha256_hex(cm.data["config.conf"] .. cm.data["kubeconfig.conf"])
+    assert.equal(want, cm.metadata.annotations["kubeadm.kubernetes.io/component-config.hash"])
+    assert.is_true(uploadconfig.signed(cm))
+    cm.data["config.conf"] = cm.data["config.conf"] .. "\nmode: ipvs"
+    assert.is_false(uploadconfig.signed(cm), "an edited ConfigMap is the user's")
+    local user = addons.proxy_objects(cluster, { mode = "iptables" }, "https://192.0.2.1:6443", "192.0.2.1")[5]
+    assert.is_nil(user.metadata.annotations)
+    -- on upgrade the cluster's config is passed in, its signature decides
+    local regen = addons.proxy_objects(cluster, { mode = "iptables" }, "https://192.0.2.1:6443", "192.0.2.1", false)[5]
+    assert.is_true(uploadconfig.signed(regen))
+  end)
 end)
 
 describe("wait-control-plane", function()

@@ -72,8 +72,19 @@ describe("moonadm reset on a temp root", function()
   before_each(function() root = h.tmpdir() populate(root) end)
   after_each(function() h.rmrf(root) end)
 
-  it("deletes kubeadm's files and dirs' contents, the etcd data dir from the manifest, the journal; keeps the rest", function()
+  it("without the cluster or its local etcd it refuses to delete the etcd data, stopping and deleting nothing", function()
+    local before = snapshot(root)
     local code, out, err = reset(root, { "--force" })
+    assert.equal(1, code, out .. err)
+    assert.matches("error execution phase remove-etcd-member: refusing to delete the etcd data directory /srv/etcd-data: " ..
+      "this member may still be in the etcd cluster", err, 1, true)
+    assert.matches("through the local etcd: ", err, 1, true)
+    assert.matches("--unsafe-wipe-etcd-data deletes the data anyway", err, 1, true)
+    assert.equal(before, snapshot(root))
+  end)
+
+  it("deletes kubeadm's files and dirs' contents, the etcd data dir from the manifest, the journal; keeps the rest", function()
+    local code, out, err = reset(root, { "--force", "--unsafe-wipe-etcd-data" })
     assert.equal(0, code, out .. err)
     for _, gone in ipairs { "/etc/kubernetes/manifests/etcd.yaml", "/var/lib/kubelet/instance-config.yaml",
       "/var/lib/kubelet/kubeadm-flags.env", "/var/lib/kubelet/config.yaml", "/var/lib/kubelet/pki",
@@ -99,7 +110,7 @@ describe("moonadm reset on a temp root", function()
   end)
 
   it("is idempotent: a second reset succeeds and changes nothing", function()
-    assert.equal(0, (reset(root, { "--force" })))
+    assert.equal(0, (reset(root, { "--force", "--unsafe-wipe-etcd-data" })))
     local before = snapshot(root)
     local code, out, err = reset(root, { "--force" })
     assert.equal(0, code, out .. err)
@@ -122,7 +133,7 @@ describe("moonadm reset on a temp root", function()
   end)
 
   it("--cleanup-tmp-dir also empties /etc/kubernetes/tmp", function()
-    assert.equal(0, (reset(root, { "--force", "--cleanup-tmp-dir" })))
+    assert.equal(0, (reset(root, { "--force", "--cleanup-tmp-dir", "--unsafe-wipe-etcd-data" })))
     assert.is_nil(io.open(root .. "/etc/kubernetes/tmp/kubeadm-backup-etcd-x", "r"))
     assert.truthy(fs.stat(root .. "/etc/kubernetes/tmp"))
   end)
@@ -140,7 +151,7 @@ describe("moonadm reset on a temp root", function()
     h.write(root .. "/etc/custom-pki/ca.crt", "x")
     h.write(root .. "/reset.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ResetConfiguration\nforce: true\n" ..
       "cleanupTmpDir: true\ncertificatesDir: /etc/custom-pki\n")
-    local code, out, err = reset(root, { "--config", root .. "/reset.yaml" }, "/dev/null")
+    local code, out, err = reset(root, { "--config", root .. "/reset.yaml", "--unsafe-wipe-etcd-data" }, "/dev/null")
     assert.equal(0, code, out .. err)
     assert.is_nil(io.open(root .. "/etc/custom-pki/ca.crt", "r"))
     assert.truthy(io.open(root .. "/etc/kubernetes/pki/ca.crt", "r")) -- not the dir in use
@@ -210,7 +221,14 @@ describe("reset modules", function()
     _, fake = fake_members({ me }, { nil, "last", "last_member" })
     assert.equal("last_member", (etcd.remove_member(ctx, r, { members = fake, endpoints = { "https://x:2379" } })))
     _, fake = fake_members({ me }, { nil, "boom", "timeout" })
-    assert.same({ "failed", "boom" }, { etcd.remove_member(ctx, r, { members = fake, endpoints = { "https://x:2379" } }) })
+    assert.same({ "failed", "through the cluster's etcd endpoints: boom; through the local etcd: boom", 1 },
+      { etcd.remove_member(ctx, r, { members = fake, endpoints = { "https://x:2379" }, local_endpoints = { "https://l:2379" } }) })
+    -- the cluster cannot be read: the local etcd is asked, with this node's certificates
+    calls, fake = fake_members({ me, { peer_urls = { "https://10.0.0.1:2380" } } }, { "removed" })
+    assert.same({ "removed", "https://10.0.0.3:2380", 2 },
+      { etcd.remove_member(ctx, r, { members = fake, local_endpoints = { "https://10.0.0.3:2379" } }) })
+    assert.same({ "https://10.0.0.3:2379" }, calls.new.endpoints)
+    assert.equal("/etc/kubernetes/pki", calls.new.cert_dir)
     assert.equal("failed", (etcd.remove_member(ctx, {}, {})))
     assert.equal("https://[fd00::3]:2380", etcd.peer_url("fd00::3"))
   end)
