@@ -129,7 +129,8 @@ function M.ensure(ctx, c, obj)
 end
 
 -- Polls f() every interval seconds until it returns a truthy value or the deadline passes.
--- f returns value | nil, last_error. Raises "timed out waiting for WHAT: last error".
+-- f returns value | nil, last_error (an API failure it returns is the poll's to retry). Raises
+-- "timed out waiting for WHAT: last error".
 function M.poll(what, timeout, interval, f)
   local core = require "moonadm.core"
   local deadline = core.now() + timeout
@@ -137,7 +138,7 @@ function M.poll(what, timeout, interval, f)
   while true do
     local v, err = f()
     if v then return v end
-    last = err or last
+    last = client.handled(err) or last
     if core.now() >= deadline then
       error(("timed out waiting for %s after %s%s"):format(what, M.go_duration(timeout),
         last and (": " .. tostring(last)) or ""), 0)

@@ -72,6 +72,12 @@ local function track(err)
   pending[#pending + 1] = { err = err, site = ("%s:%d"):format(src, info.currentline) }
 end
 
+-- A caller that deliberately retries or drops a failure says so (a poll loop's attempts).
+function M.handled(err)
+  if getmetatable(err) == Err then rawset(err, SEEN, true) end
+  return err
+end
+
 -- The failures returned since the last call and never read: a list of {site = "file:line",
 -- message = }, and how many more were not kept. Forgets them all.
 function M.unchecked()

@@ -185,7 +185,12 @@ local function upgrade_component(ctx, st, component)
     return true
   end
   local c = poll_client(ctx)
-  local before = hash_of(mirror(c, component, st.node))
+  -- the mirror pod's hash before the change (none yet: any hash the kubelet shows will do)
+  local pod, perr = mirror(c, component, st.node)
+  if not pod and perr.code ~= 404 then
+    error(("[upgrade/staticpods] reading the mirror pod of %s on %s: %s"):format(component, st.node, tostring(perr)), 0)
+  end
+  local before = hash_of(pod)
   if st.renew then certs.renew(ctx, certs.names(ctx.cfg.cluster, component)) end
   log.info("[upgrade/staticpods] Moving new manifest to %q and backing up old manifest to %q", path,
     st.backup_dir .. "/" .. component .. ".yaml")

@@ -108,6 +108,10 @@ describe("bootstrap tokens", function()
     assert.equal("https://10.0.0.1:6443", kc.clusters[1].cluster.server)
     local jws = pki.jws_sign(cm.data.kubeconfig, "abcdef", "0123456789abcdef")
     assert.truthy(pki.jws_verify(cm.data.kubeconfig, "abcdef", "0123456789abcdef", jws))
+    -- the bytes client-go v0.35's clientcmd.Write gives (kubeadm's): no `preferences: {}` (omitzero)
+    assert.equal("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: " .. api.b64encode("PEM") ..
+      "\n    server: https://10.0.0.1:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n",
+      cm.data.kubeconfig)
   end)
 end)
 
