@@ -177,11 +177,12 @@ function M.execute(nodes, ctx, opts)
             return debug.traceback(tostring(e), 2)
           end, ctx)
           local dt = core.monotonic() - t0
+          local failed_with = not ran and errors.message(err) -- read first: a raised API error is checked
           local unchecked = unchecked_failures(n.path)
-          if ran and unchecked then ran, err = false, unchecked end
+          if ran and unchecked then ran, err, failed_with = false, unchecked, unchecked end
           if not ran then
             log.event { type = "phase-end", phase = n.path, status = "failed", duration = dt }
-            local msg = ("error execution phase %s: %s"):format(n.path, errors.message(err))
+            local msg = ("error execution phase %s: %s"):format(n.path, failed_with)
             return nil, errors.is(err) and errors.new(err.code, msg) or msg
           end
           log.event { type = "phase-end", phase = n.path, status = "done", duration = dt }

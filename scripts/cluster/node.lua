@@ -5,6 +5,7 @@ local core = require "moonadm.core"
 local json = require "kube.json"
 local log = require "log"
 local capi = require "cluster.api"
+local cri = require "kubelet.cri"
 
 local M = {}
 
@@ -59,7 +60,7 @@ end
 -- kubeadm's AnnotateCRISocket (NodeLocalCRISocket=false): the node's CRI socket as an annotation
 -- on its Node, waiting for the kubelet to register it; raises when the Node never takes it.
 function M.annotate_cri_socket(ctx, c, prefix)
-  local socket = require("kubelet.cri").socket(ctx)
+  local socket = cri.socket(ctx)
   log.v(1, "%s preserving the crisocket information for the node", prefix)
   return M.patch(ctx, c, function(n)
     if (n.metadata.annotations or {})[M.CRI_SOCKET_ANNOTATION] == socket then return nil end

@@ -235,6 +235,12 @@ function M.main(opts)
       log.error(errors.message(perr))
       return errors.code(perr)
     end
+    -- what the preparation got back and never read is its own, not the first phase's
+    local unchecked = runner.unchecked_failures(opts.name)
+    if unchecked then
+      log.error(unchecked)
+      return 1
+    end
   end
   run_opts.journal = not ctx.dry_run and journal_mod.open(opts.name) or nil
   ctx.journal = run_opts.journal

@@ -2,6 +2,8 @@
 -- kube-apiserver for a control plane under ControlPlaneKubeletLocalMode), the CA, the kubelet files
 -- from the cluster's kubelet-config, (re)starting the kubelet, and waiting for its TLS bootstrap.
 local core = require "moonadm.core"
+local capi = require "cluster.api"
+local cnode = require "cluster.node"
 local config = require "config"
 local data = require "join.data"
 local discovery = require "join.discovery"
@@ -139,8 +141,8 @@ end
 -- With the node's own kubelet.conf, as kubeadm: the kubelet registers its Node some time after
 -- the TLS bootstrap, so cluster.node waits for it and the join fails if it never takes the annotation.
 function M.annotate_cri_socket(ctx)
-  local c = require("cluster.api").from_kubeconfig(ctx, M.KUBELET_CONF)
-  local ok, err = pcall(require("cluster.node").annotate_cri_socket, ctx, c, "[kubelet-start]")
+  local c = capi.from_kubeconfig(ctx, M.KUBELET_CONF)
+  local ok, err = pcall(cnode.annotate_cri_socket, ctx, c, "[kubelet-start]")
   c:close()
   if not ok then error("[kubelet-start] error writing CRISocket for this node: " .. tostring(err), 0) end
 end

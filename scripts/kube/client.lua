@@ -56,18 +56,25 @@ M.Error = Err
 local function mkerr(t) return setmetatable({ [FIELDS] = t }, Err) end
 M.is_error = function(e) return getmetatable(e) == Err end
 
--- Failures returned to callers outside this file and not read yet (at most MAX_PENDING kept:
--- a long-running loop's failures must not grow without bound; the count of the rest is kept).
+-- Failures returned to callers outside this file, kept until read. At most MAX_PENDING unread
+-- ones are kept with their call site (a long-running loop's failures must not grow without
+-- bound: the ones read are dropped first); past that, the rest are only counted if never read
+-- (a weak set: one collected unread is not counted, the kept ones already say what happened).
 local MAX_PENDING = 64
-local pending, pending_dropped = {}, 0
+local pending, overflow = {}, setmetatable({}, { __mode = "k" })
 local THIS_FILE = debug.getinfo(1, "S").source
 
 local function track(err)
   local info = debug.getinfo(3, "Sl")
   if not info or info.source == THIS_FILE then return end -- a call between this file's own methods
   rawset(err, SEEN, false)
+  if #pending >= MAX_PENDING then
+    local unread = {}
+    for _, p in ipairs(pending) do if not rawget(p.err, SEEN) then unread[#unread + 1] = p end end
+    pending = unread
+  end
   for _, p in ipairs(pending) do if p.err == err then p.site = nil end end
-  if #pending >= MAX_PENDING then pending_dropped = pending_dropped + 1 return end
+  if #pending >= MAX_PENDING then overflow[err] = true return end
   local src = info.source:gsub("^[@=]", "")
   pending[#pending + 1] = { err = err, site = ("%s:%d"):format(src, info.currentline) }
 end
@@ -87,8 +94,9 @@ function M.unchecked()
       out[#out + 1] = { site = p.site, message = describe(rawget(p.err, FIELDS)) }
     end
   end
-  local dropped = pending_dropped
-  pending, pending_dropped = {}, 0
+  local dropped = 0
+  for e in pairs(overflow) do if not rawget(e, SEEN) then dropped = dropped + 1 end end
+  pending, overflow = {}, setmetatable({}, { __mode = "k" })
   return out, dropped
 end
 

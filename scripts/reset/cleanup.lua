@@ -130,8 +130,13 @@ function M.run(ctx, r, rt, opts)
   if etcd_dir and not clean.is_empty(etcd_dir) then
     if ctx.dry_run then
       log.info("[reset] Would delete contents of the etcd data directory: %s", etcd_dir)
+    elseif etcd.wipe_allowed(ctx, r, etcd_dir) then
+      etcd.clean_data_dir(etcd_dir)
     else
-      require("phases.reset.remove-etcd-member").clean_data_dir(etcd_dir)
+      -- remove-etcd-member did not run (skipped, or `reset phase cleanup-node` alone): the member
+      -- may still be in the cluster, and its data is what it would come back with
+      log.warn("[reset] Keeping the etcd data directory %s: this node's etcd member was not removed from the " ..
+        "cluster (the remove-etcd-member phase did not run); --%s deletes it", etcd_dir, etcd.UNSAFE_FLAG)
     end
   end
 

@@ -6,9 +6,11 @@
 -- the endpoints the etcd pods advertise (KEP-2506 annotations), never of a stored list; when the
 -- cluster cannot be read (or those endpoints fail), of the local etcd itself, with this node's
 -- certificates. The last member is recognised at once (etcd.members refuses it without retrying).
+local clean = require "reset.clean"
 local endpoints = require "etcd.endpoints"
 local config = require "config"
 local C = require "config.constants"
+local fs = require "moonadm.fs"
 local log = require "log"
 local manifests = require "reset.manifests"
 local members_mod = require "etcd.members"
@@ -18,6 +20,10 @@ local M = {
   VOLUME = "etcd-data",
   ENDPOINTS_TIMEOUT = 30,
   LOCAL_TIMEOUT = 15, -- the local etcd answers at once or not at all
+  -- written into the data dir once the member is out of the cluster, while etcd still runs: a reset
+  -- killed before the data went knows on its next run that the data may go (it goes with it)
+  REMOVED_MARKER = ".moonadm-member-removed",
+  UNSAFE_FLAG = "unsafe-wipe-etcd-data",
 }
 
 function M.is_external(cluster)
@@ -96,7 +102,7 @@ function M.remove_member(ctx, r, opts)
     return "failed", "this node's advertise address is unknown (no kube-apiserver pod or manifest, no etcd manifest)"
   end
   local peer = M.peer_url(r.advertise)
-  local why = {}
+  local why, first_count = {}, nil
   if r.client or opts.endpoints then
     local eps, err = opts.endpoints
     if not eps then eps, err = endpoints.endpoints_from_pods(r.client, { timeout = M.ENDPOINTS_TIMEOUT }) end
@@ -105,6 +111,7 @@ function M.remove_member(ctx, r, opts)
       local how, detail, count = remove_through(ctx, r, peer, eps, opts)
       if how ~= "failed" then return how, detail, count end
       why[#why + 1] = "through the cluster's etcd endpoints: " .. tostring(detail)
+      first_count = count
     else
       why[#why + 1] = tostring(err)
     end
@@ -112,14 +119,62 @@ function M.remove_member(ctx, r, opts)
     why[#why + 1] = "the cluster's configuration could not be read"
   end
   -- The local etcd answers for the whole cluster (a member list is linearizable): it finds this
-  -- member even when the API or a load balancer in front of it does not answer.
+  -- member even when the API or a load balancer in front of it does not answer. Only a kubeadm
+  -- etcd (its static pod manifest here): another etcd on this machine is not this node's member.
+  if not opts.local_endpoints and not manifests.read("etcd") then
+    why[#why + 1] = "no local etcd manifest (/etc/kubernetes/manifests/etcd.yaml) to find the local etcd by"
+    return "failed", table.concat(why, "; "), first_count
+  end
   local leps = opts.local_endpoints or M.local_endpoints()
   log.info("[etcd] Finding this node's etcd member through the local etcd at %s", table.concat(leps, ", "))
   local how, detail, count = remove_through(ctx, r, peer, leps,
     { members = opts.members, timeout = opts.timeout or M.LOCAL_TIMEOUT })
   if how ~= "failed" then return how, detail, count end
   why[#why + 1] = "through the local etcd: " .. tostring(detail)
-  return "failed", table.concat(why, "; "), count
+  return "failed", table.concat(why, "; "), first_count or count
+end
+
+-- Did an earlier reset take this member out of the cluster (its marker in the data dir)?
+function M.removed_before(dir) return fs.exists(dir .. "/" .. M.REMOVED_MARKER) end
+
+function M.mark_removed(dir, detail)
+  local ok, err = fs.write(dir .. "/" .. M.REMOVED_MARKER, ("removed from the etcd cluster by moonadm reset at %s: %s\n")
+    :format(os.date("!%Y-%m-%dT%H:%M:%SZ"), tostring(detail)), tonumber("600", 8))
+  if not ok then log.warn("[reset] could not note the member's removal in %s: %s", dir, tostring(err)) end
+end
+
+-- May the data dir go? Only when this member is out of the cluster (removed now or before, never
+-- there, the last one), or the user said so.
+function M.wipe_allowed(ctx, r, dir)
+  if r.etcd_wipe_ok or M.removed_before(dir) then return true end
+  return ctx.flags ~= nil and ctx.flags[M.UNSAFE_FLAG] == true
+end
+
+-- The member is (or may be) still in the cluster and its data is here: deleting the data would
+-- leave the cluster a member short for its quorum. Refuses (raises) unless the flag says so.
+function M.refuse_or_warn(ctx, dir, detail, count)
+  local risk = count and ("this member is still in the cluster: removing its data leaves %d of %d members")
+      :format(count - 1, count)
+    or "this member may still be in the etcd cluster (its membership could not be read): removing its data " ..
+      "can leave the cluster without a quorum"
+  if ctx.flags and ctx.flags[M.UNSAFE_FLAG] then
+    log.warn("[reset] --%s: deleting the etcd data directory %s although %s", M.UNSAFE_FLAG, dir, risk)
+    return
+  end
+  error(("refusing to delete the etcd data directory %s: %s.\nThe etcd member could not be removed: %s.\n" ..
+    "Nothing was stopped or deleted. Remove this member from a healthy one (etcdctl member remove ID) or bring " ..
+    "the cluster back, then run the reset again; --%s deletes the data anyway."):format(dir, risk, tostring(detail),
+    M.UNSAFE_FLAG), 0)
+end
+
+-- Empties the data dir (kept itself, as kubeadm's CleanDir); a failure warns.
+function M.clean_data_dir(dir)
+  local n, err = clean.clean_dir(dir)
+  if not n then
+    log.warn("[reset] Failed to delete contents of the etcd directory: %q, error: %s", dir, tostring(err))
+  elseif n > 0 then
+    log.info("[reset] Deleted contents of the etcd data directory: %s", dir)
+  end
 end
 
 return M

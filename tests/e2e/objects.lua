@@ -6,6 +6,8 @@
 --   local set = objects.dump(kubectl, names)  -- names: {["10.0.0.11"] = "<CP1-IP>", cp1 = "<CP1>"}
 --   local diffs = objects.diff(kubeadm_set, moonadm_set)  -- {"ConfigMap kube-system/x data.y: ..."}
 local cjson = require "cjson"
+local b64 = require "pki.base64"
+local pki = require "moonadm.pki"
 
 local M = {}
 
@@ -13,6 +15,8 @@ local M = {}
 -- both sides when the tools agree). Pods, events, leases, endpoints and CSRs are runtime, not kept.
 M.RESOURCES = { "namespaces", "configmaps", "secrets", "serviceaccounts", "roles", "rolebindings", "clusterroles",
   "clusterrolebindings", "deployments", "daemonsets", "services", "nodes" }
+
+local HASH = "kubeadm.kubernetes.io/component-config.hash"
 
 local DROP_META = { uid = true, resourceVersion = true, creationTimestamp = true, managedFields = true,
   generation = true, selfLink = true, deletionGracePeriodSeconds = true }
@@ -29,7 +33,7 @@ function M.normalize_string(s, names)
   s = s:gsub("%d%d%d%d%-%d%d%-%d%d", "<DATE>")
   s = s:gsub("bootstrap%-token%-%w%w%w%w%w%w", "bootstrap-token-<ID>")
   s = s:gsub("jws%-kubeconfig%-%w%w%w%w%w%w", "jws-kubeconfig-<ID>")
-  s = s:gsub("%f[%x]%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x%x+%f[^%x]", "<HEX>")
+  s = s:gsub("%f[%x]" .. ("%x"):rep(31) .. "%x+%f[^%x]", "<HEX>")
   s = s:gsub("[%w+/]+=*", function(w) if #w >= 60 then return "<BASE64>" end end)
   local keys = {}
   for k in pairs(names) do keys[#keys + 1] = k end
@@ -54,12 +58,32 @@ function M.shape(o, names)
   local meta = {}
   for k, x in pairs(md) do if not DROP_META[k] then meta[k] = x end end
   for _, ref in ipairs(meta.ownerReferences or {}) do ref.uid = nil end
+  -- a component-config hash is compared as valid or not for that side's own data (kubeadm's
+  -- ChecksumForConfigMap), before the data is normalised
+  local hash = meta.annotations and meta.annotations[HASH]
+  if hash then
+    local ks, parts = {}, {}
+    for k in pairs(o.data or {}) do ks[#ks + 1] = k end
+    table.sort(ks)
+    for _, k in ipairs(ks) do parts[#parts + 1] = o.data[k] end
+    local valid = hash == "sha256:" .. pki.sha256_hex(table.concat(parts))
+    meta.annotations = setmetatable({}, getmetatable(meta.annotations))
+    for k, x in pairs(md.annotations) do meta.annotations[k] = x end
+    meta.annotations[HASH] = valid and "<HASH valid>" or "<HASH invalid>"
+  end
   local s = { kind = o.kind, metadata = meta }
   if o.kind == "Secret" then
     local keys = {}
     for k in pairs(o.data or {}) do keys[#keys + 1] = M.normalize_string(k, names) end
     table.sort(keys)
     s.type, s.keys = o.type, keys
+    -- a bootstrap token's fields but its id (random) and its secret are compared by value
+    if o.type == "bootstrap.kubernetes.io/token" then
+      s.values = {}
+      for k, v in pairs(o.data or {}) do
+        if k ~= "token-secret" and k ~= "token-id" then s.values[k] = b64.decode(v) or "<undecodable>" end
+      end
+    end
   elseif o.kind == "Node" then
     -- what the tools set on a Node: labels, annotations, taints (not the node lifecycle's own)
     local taints = {}

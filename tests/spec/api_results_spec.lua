@@ -25,6 +25,7 @@ end
 -- error), `return` (the caller gets both), or assert( (raises the error). A lone target keeps the
 -- value and drops the error; nothing at all drops both.
 local function verdict(before)
+  if before:match(",%s*_%s*=%s*$") then return "its error is assigned to _" end
   if before:match("[%w_.%]]%s*,%s*[%w_.%s,]*[%w_]%s*=%s*$") then return nil end
   if before:match("return%s*$") or before:match("assert%(%s*$") then return nil end
   if before:match("^%s*$") then return "its result is thrown away" end
@@ -39,12 +40,15 @@ local function sweep(text)
   for line in (text .. "\n"):gmatch("(.-)\n") do
     n = n + 1
     local code = line:gsub("%-%-.*$", "")
-    if not code:match("^%s*function") and not code:match("^%s*local%s+function") then
+    -- a definition's header is no call (`function Members:remove(peer)`); its body on the same line is
+    code = code:gsub("^%s*local%s+function%s+[%w_]+%s*%b()", ""):gsub("^%s*function%s+[%w_.:]+%s*%b()", "")
+    do
       local from = 1
       while true do
-        local s, e, verb = code:find("[%w_%]%)]:([%w_]+)%s*[%({\"]", from)
+        local s, e, sep, verb = code:find("[%w_%]%)]([:%.])([%w_]+)%s*[%({\"]", from)
         if not s then break end
-        if VERBS[verb] then
+        -- method calls of the client and etcd verbs; cluster.api's lookup (`capi.lookup(c, ref)`)
+        if (sep == ":" and VERBS[verb]) or (sep == "." and verb == "lookup" and code:sub(s - 3, s) == "capi") then
           -- the receiver expression starts after the last space, `(`, `,` or `=` before it
           -- (a call in it, `M.client(ctx):check_health()`, skipped as a balanced group)
           local rs = s + 1
@@ -92,10 +96,14 @@ describe("every API and etcd result is checked", function()
       "if c then cm, err = c:get(ref) end",                 -- fine
       "M.client(ctx):check_health()",                       -- thrown away
       "local ok = M.client(ctx):check_health()",           -- error dropped
+      "local cm, _ = c:get(ref)",                           -- error assigned to _
+      "local function f() c:delete(ref) end",               -- thrown away inside a one-line function
+      "local obj = capi.lookup(c, ref)",                    -- error dropped
+      "function M:remove(name)",                            -- a definition
     }, "\n"))
     local lines = {}
     for i, x in ipairs(f) do lines[i] = x.line end
-    assert.same({ 1, 2, 3, 11, 12 }, lines)
+    assert.same({ 1, 2, 3, 11, 12, 13, 14, 15 }, lines)
   end)
 
   it("no script drops one", function()
