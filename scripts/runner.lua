@@ -140,6 +140,17 @@ M.unchecked_failures = unchecked_failures
 function M.execute(nodes, ctx, opts)
   opts = opts or {}
   local journal = opts.journal
+  -- A phase's prepare(ctx, selected) gets the names of its children that will run (the runner's
+  -- selection: filter, skips, gates), so no phase reads --skip-phases; its error is raised by the
+  -- first of them that runs ("error execution phase certs/ca: ..."), or by the phase itself.
+  local deferred -- {node=, err=}
+  local function selected_children(node)
+    local sel = {}
+    for _, m in ipairs(nodes) do
+      if m.parent == node and m.status == "run" then sel[m.name] = true end
+    end
+    return sel
+  end
   for _, n in ipairs(nodes) do
     if n.status == "run" then
       local p = n.phase
@@ -166,16 +177,28 @@ function M.execute(nodes, ctx, opts)
             return nil, ("error execution run condition for phase %s: %s"):format(n.path, errors.message(go))
           end
         end
+        if go and p.prepare then
+          local pok, perr = pcall(p.prepare, ctx, selected_children(n))
+          if not pok then
+            if not p.children then return nil, ("error execution phase %s: %s"):format(n.path, errors.message(perr)) end
+            deferred = { node = n, err = perr }
+          end
+        end
         if go and p.run then
           local t0 = core.monotonic()
           log.event { type = "phase-start", phase = n.path }
           if log.tty and log.verbosity == 0 then log.err:write(("\27[2m▸ %s\27[0m\n"):format(n.path)) end
           ctx.artifacts = {}
           ctx.phase_path = n.path
-          local ran, err = xpcall(p.run, function(e)
-            if errors.is(e) or log.verbosity < 5 then return e end
-            return debug.traceback(tostring(e), 2)
-          end, ctx)
+          local ran, err
+          if deferred and descends(n, deferred.node) then
+            ran, err, deferred = false, deferred.err, nil
+          else
+            ran, err = xpcall(p.run, function(e)
+              if errors.is(e) or log.verbosity < 5 then return e end
+              return debug.traceback(tostring(e), 2)
+            end, ctx)
+          end
           local dt = core.monotonic() - t0
           local failed_with = not ran and errors.message(err) -- read first: a raised API error is checked
           local unchecked = unchecked_failures(n.path)

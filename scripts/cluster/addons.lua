@@ -9,7 +9,9 @@ local C = require "config.constants"
 local log = require "log"
 local util = require "util"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
+local nodeview = require "nodeview"
 local up = require "cluster.uploadconfig"
 
 local M = {}
@@ -263,7 +265,7 @@ function M.coredns(ctx)
     o[5] = require("patches").apply_for(ctx, "corednsdeployment", o[5])
     return print_manifest { o[5], o[4], o[6], o[2], o[3], o[1] }
   end
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   local replicas
   if not ctx.dry_run then
     local live, err = capi.lookup(c, { apiVersion = "apps/v1", kind = "Deployment", namespace = NS, name = "coredns" })
@@ -282,14 +284,13 @@ function M.kube_proxy(ctx)
     log.info("[addons] Skipping the kube-proxy addon: proxy.disabled is set")
     return
   end
-  local ep = require "pki.endpoint"
-  local adv = ep.advertise_address(ctx)
-  local server = ep.cpe_url(cluster, adv, ep.bind_port(ctx))
+  local adv = nodeview.advertise_address(ctx)
+  local server = nodeview.cpe_url(ctx)
   if ctx.flags and ctx.flags["print-manifest"] then
     -- kubeadm prints its template as rendered, before it signs the ConfigMap
     return print_manifest(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv, true))
   end
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   for _, o in ipairs(M.proxy_objects(cluster, ctx.cfg.kubeproxy, server, adv, ctx.data.kubeproxy_user_supplied)) do
     capi.apply(ctx, c, o)
   end

@@ -109,4 +109,27 @@ function M.ensure(ctx)
   end
 end
 
+-- The admin client of this run (created once; kubeadm:cluster-admins ensured on first use).
+function M.client(ctx)
+  if ctx.data.client then return ctx.data.client end
+  if ctx.data.client_override then ctx.data.client = ctx.data.client_override return ctx.data.client end
+  -- `init phase ... --kubeconfig FILE`: that file's client as it is (kubeadm's initData.Client() does
+  -- the super-admin bootstrap only for the default admin.conf).
+  local given = ctx.flags_set and ctx.flags_set.kubeconfig and ctx.flags.kubeconfig
+  if given and given ~= capi.ADMIN_CONF and ctx.command == "init" and not ctx.dry_run then
+    ctx.data.client = capi.from_kubeconfig(ctx, given)
+    return ctx.data.client
+  end
+  if ctx.dry_run then
+    -- --dry-run calls no API: the phases print what they would do; a call slipping through fails loudly
+    ctx.data.client = setmetatable({}, { __index = function(_, k)
+      return function() error(("--dry-run: no API call (%s) is made"):format(k), 0) end
+    end })
+    return ctx.data.client
+  end
+  local c = M.ensure(ctx)
+  ctx.data.client = c
+  return c
+end
+
 return M

@@ -1,8 +1,6 @@
--- The API client init's cluster-side phases share (ctx.data.client), built once from admin.conf as
--- kubeadm's initData.Client() does: the first use ensures the kubeadm:cluster-admins binding
--- (cluster/admin.lua) so admin.conf has its rights. Also the helpers every phase needs: timeouts
--- from the config, create-or-update with kubeadm-style logging, and --dry-run printing instead of
--- mutating calls.
+-- The helpers every cluster-side phase needs: timeouts from the config, clients from kubeconfigs,
+-- create-or-update with kubeadm-style logging, lookups where absent is fine, polling, and --dry-run
+-- printing instead of mutating calls. The admin client of a run is cluster/admin.lua's.
 local fs = require "moonadm.fs"
 local client = require "kube.client"
 local config = require "config"
@@ -28,29 +26,6 @@ function M.from_kubeconfig(ctx, path, opts)
   opts.timeout = opts.timeout or M.timeout(ctx, "kubernetesAPICall")
   local c, err = client.from_kubeconfig(fs.path(path), opts)
   if not c then error(("building an API client from %s: %s"):format(path, tostring(err)), 0) end
-  return c
-end
-
--- The admin client of this run (created once; kubeadm:cluster-admins ensured on first use).
-function M.admin(ctx)
-  if ctx.data.client then return ctx.data.client end
-  if ctx.data.client_override then ctx.data.client = ctx.data.client_override return ctx.data.client end
-  -- `init phase ... --kubeconfig FILE`: that file's client as it is (kubeadm's initData.Client() does
-  -- the super-admin bootstrap only for the default admin.conf).
-  local given = ctx.flags_set and ctx.flags_set.kubeconfig and ctx.flags.kubeconfig
-  if given and given ~= M.ADMIN_CONF and ctx.command == "init" and not ctx.dry_run then
-    ctx.data.client = M.from_kubeconfig(ctx, given)
-    return ctx.data.client
-  end
-  if ctx.dry_run then
-    -- --dry-run calls no API: the phases print what they would do; a call slipping through fails loudly
-    ctx.data.client = setmetatable({}, { __index = function(_, k)
-      return function() error(("--dry-run: no API call (%s) is made"):format(k), 0) end
-    end })
-    return ctx.data.client
-  end
-  local c = require("cluster.admin").ensure(ctx)
-  ctx.data.client = c
   return c
 end
 

@@ -8,6 +8,7 @@ local api = require "moonadm.api"
 local fs = require "moonadm.fs"
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local tokens = require "cluster.tokens"
 
@@ -94,7 +95,7 @@ function M.run(ctx)
     log.info("[upload-certs] Skipping phase. Please see --upload-certs")
     return
   end
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   local key = M.key(ctx)
   log.info("[upload-certs] Storing the certificates in Secret %q in the %q Namespace", M.SECRET, M.NS)
   local proxy = tokens.normalize { ttl = "2h0m0s", usages = {}, groups = {}, description = M.TOKEN_DESCRIPTION }

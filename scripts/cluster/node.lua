@@ -5,7 +5,9 @@ local core = require "moonadm.core"
 local json = require "kube.json"
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local cri = require "kubelet.cri"
+local nodeview = require "nodeview"
 
 local M = {}
 
@@ -13,7 +15,7 @@ M.LABELS = { "node-role.kubernetes.io/control-plane", "node.kubernetes.io/exclud
 M.DEFAULT_TAINT = { key = "node-role.kubernetes.io/control-plane", effect = "NoSchedule" }
 M.CRI_SOCKET_ANNOTATION = "kubeadm.alpha.kubernetes.io/cri-socket"
 
-function M.name(ctx) return require("manifests.pod").node_name(ctx) end
+function M.name(ctx) return nodeview.name(ctx) end
 
 -- mutate(node) returns a merge patch (carrying metadata.resourceVersion is added here) or nil when
 -- nothing is to change. Retries on 404 (not registered yet) and 409 until the API-call timeout.
@@ -109,7 +111,7 @@ function M.mark_patch(node, taints)
 end
 
 function M.mark_control_plane(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   local name = M.name(ctx)
   local taints = M.taints(ctx)
   log.info("[mark-control-plane] Marking the node %s as control-plane by adding the labels: [%s]", name,

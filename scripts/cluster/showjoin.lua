@@ -4,6 +4,7 @@
 -- the longest-lived authentication token of the default group is read back from the cluster.
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local tokens = require "cluster.tokens"
 local joincmd = require "cluster.joincmd"
 
@@ -40,7 +41,7 @@ function M.token(ctx)
   if ctx.data.tokens and ctx.data.tokens[1] then return ctx.data.tokens[1].token end
   if bt[1] and bt[1].token and bt[1].token ~= "" then return bt[1].token end
   if ctx.dry_run then return "<token>" end
-  local t = M.pick(M.cluster_tokens(capi.admin(ctx)), os.time())
+  local t = M.pick(M.cluster_tokens(cadmin.client(ctx)), os.time())
   if not t then error("no bootstrap token to show: create one with `moonadm token create`", 0) end
   return t.token
 end

@@ -8,6 +8,7 @@ local config = require "config"
 local C = require "config.constants"
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 
 local M = {}
@@ -264,7 +265,7 @@ end
 -- The whole bootstrap-token phase.
 function M.run(ctx)
   local kc = M.cluster_info_source(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   local tokens = M.init_tokens(ctx)
   if not (ctx.flags and ctx.flags["skip-token-print"]) and tokens[1] then
     log.info("[bootstrap-token] Using token: %s", log.redact(tokens[1].token))

@@ -6,6 +6,7 @@ local yaml = require "moonadm.yaml"
 local config = require "config"
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 
 local M = {}
@@ -81,13 +82,13 @@ function M.kubelet_objects(cluster, user_kubelet, user_supplied)
 end
 
 function M.upload_kubeadm(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   log.info("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", M.KUBEADM_CONFIG, M.NS)
   for _, o in ipairs(M.kubeadm_objects(ctx.cfg.cluster)) do capi.apply(ctx, c, o) end
 end
 
 function M.upload_kubelet(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   log.info("[kubelet] Creating a ConfigMap %q in namespace %s with the configuration for the kubelets in the cluster",
     M.KUBELET_CONFIG, M.NS)
   for _, o in ipairs(M.kubelet_objects(ctx.cfg.cluster, ctx.cfg.kubelet)) do capi.apply(ctx, c, o) end

@@ -10,7 +10,6 @@ local certlist = require "pki.certlist"
 local expiration = require "pki.expiration"
 local kubeconfig = require "pki.kubeconfig"
 local tree = require "pki.tree"
-local endpoint = require "pki.endpoint"
 
 local M = {}
 

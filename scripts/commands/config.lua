@@ -211,11 +211,7 @@ local function dynamic_defaults(cfg)
       end
       local lep = slot == "init" and doc.localAPIEndpoint or (doc.controlPlane and doc.controlPlane.localAPIEndpoint)
       if lep and (lep.advertiseAddress == nil or lep.advertiseAddress == "") then
-        local ip = require("pki.endpoint").default_ip()
-        if not ip then
-          error("unable to select an IP from default routes: set localAPIEndpoint.advertiseAddress in the file", 0)
-        end
-        lep.advertiseAddress = ip
+        lep.advertiseAddress = require("nodeview").default_address()
       end
     end
   end

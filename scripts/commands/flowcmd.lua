@@ -242,7 +242,7 @@ function M.main(opts)
       return 1
     end
   end
-  run_opts.journal = not ctx.dry_run and journal_mod.open(opts.name) or nil
+  run_opts.journal = not ctx.dry_run and not opts.no_journal and journal_mod.open(opts.name) or nil
   ctx.journal = run_opts.journal
   local ok, rerr = runner.run(flow, ctx, run_opts)
   if not ok then

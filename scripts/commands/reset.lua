@@ -2,7 +2,6 @@
 -- Before any phase, the cluster's configuration is read with --kubeconfig (scripts/reset/data.lua);
 -- after a whole reset, kubeadm's note on what it does not clean.
 local flowcmd = require "commands.flowcmd"
-local journal = require "journal"
 local log = require "log"
 
 local M = {}
@@ -31,7 +30,9 @@ and $HOME/.kube/config.
 
 local OPTS <const> = { name = "reset", flow = "reset", kind = "reset", flags = M.flags, cmd = "reset", cmd_words = { "reset" },
   desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
-  prepare = function(ctx) require("reset.data").prepare(ctx) end }
+  prepare = function(ctx) require("reset.data").prepare(ctx) end,
+  -- reset removes the journal's directory: a journal of the reset itself would only bring it back
+  no_journal = true }
 
 M.help, M.help_for = flowcmd.help_tree(OPTS)
 
@@ -43,15 +44,7 @@ local function wants_note(argv)
 end
 
 function M.main(argv)
-  -- reset removes the journal's directory: a journal of the reset itself would only bring it back.
-  local open = journal.open
-  journal.open = function(name)
-    if name == "reset" then return nil end
-    return open(name)
-  end
-  local ok, code = pcall(flowcmd.main, setmetatable({ argv = argv }, { __index = OPTS }))
-  journal.open = open
-  if not ok then error(code, 0) end
+  local code = flowcmd.main(setmetatable({ argv = argv }, { __index = OPTS }))
   if code == 0 and wants_note(argv) then log.result(M.NOTE) end
   return code
 end

@@ -4,26 +4,12 @@
 -- this node's view of the cluster's configuration (join/data.lua).
 local certsupload = require "cluster.certsupload"
 local data = require "join.data"
+local kubeconfig = require "pki.kubeconfig"
 local log = require "log"
+local manifests = require "manifests"
+local tree = require "pki.tree"
 
 local M = {}
-
--- Runs an init phase's subtree programmatically: its run_if (the whole-tree planning), then the
--- named children in order (a function in the list is called in its place).
-local function run_init_phase(ctx, module, children)
-  local p = require(module)
-  if p.run_if then p.run_if(ctx) end
-  local by = {}
-  for _, c in ipairs(p.children) do by[c.name] = c end
-  for _, name in ipairs(children) do
-    if type(name) == "function" then
-      name()
-    else
-      local c = by[name] or error(("%s has no child %q"):format(module, name), 0)
-      c.run(ctx)
-    end
-  end
-end
 
 function M.require_endpoint(ctx)
   if not ctx.cfg.cluster.controlPlaneEndpoint or ctx.cfg.cluster.controlPlaneEndpoint == "" then
@@ -80,19 +66,24 @@ end
 function M.certs(ctx)
   M.check_shared(ctx)
   ctx.data.pki_join = true
-  run_init_phase(ctx, "phases.init.certs", { "ca", "apiserver", "apiserver-kubelet-client", "front-proxy-ca",
-    "front-proxy-client", "etcd-ca", "etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client",
-    function()
-      log.info("[certs] Valid certificates and keys now exist in %q", ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki")
-    end, "sa" })
+  local names = { "ca", "apiserver", "apiserver-kubelet-client", "front-proxy-ca", "front-proxy-client", "etcd-ca",
+    "etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client" }
+  tree.prepare(ctx, names)
+  for _, name in ipairs(names) do tree.write(ctx, name) end
+  log.info("[certs] Valid certificates and keys now exist in %q", ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki")
+  tree.write(ctx, "sa")
 end
 
 function M.kubeconfigs(ctx)
-  run_init_phase(ctx, "phases.init.kubeconfig", { "admin", "controller-manager", "scheduler" })
+  local names = { "admin", "controller-manager", "scheduler" }
+  kubeconfig.prepare(ctx, names)
+  for _, name in ipairs(names) do kubeconfig.write(ctx, name) end
 end
 
 function M.manifests(ctx)
-  run_init_phase(ctx, "phases.init.control-plane", { "apiserver", "controller-manager", "scheduler" })
+  for _, component in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
+    manifests.create_logged(ctx, component)
+  end
 end
 
 M.is_control_plane = data.is_control_plane

@@ -11,6 +11,7 @@ local endpoints = require "etcd.endpoints"
 local log = require "log"
 local manifests = require "manifests"
 local members = require "etcd.members"
+local nodeview = require "nodeview"
 
 local M = {}
 
@@ -57,10 +58,10 @@ end
 
 function M.join(ctx)
   if not local_etcd(ctx) then return end
-  local addr = require("manifests.pod").advertise_address(ctx)
+  local addr = nodeview.advertise_address(ctx)
   local host = addr:find(":", 1, true) and ("[" .. addr .. "]") or addr
   local peer, client_url = ("https://%s:2380"):format(host), ("https://%s:2379"):format(host)
-  local name = require("manifests.pod").node_name(ctx)
+  local name = nodeview.name(ctx)
   local m = M.client(ctx)
   if ctx.dry_run then
     log.info("[dryrun] Would add etcd member: %s=%s", name, peer)

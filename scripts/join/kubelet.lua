@@ -14,6 +14,7 @@ local kubeconfig = require "kube.kubeconfig"
 local log = require "log"
 local runtime = require "runtime"
 local yaml = require "moonadm.yaml"
+local nodeview = require "nodeview"
 
 local M = {}
 
@@ -23,13 +24,6 @@ M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 local function timeout(ctx, name, default)
   local t = (ctx.cfg.join.timeouts or {})[name]
   return (t and config.duration_seconds(t)) or default
-end
-
-function M.local_url(ctx)
-  local ep = ctx.cfg.init.localAPIEndpoint or {}
-  local addr = require("manifests.pod").advertise_address(ctx)
-  local host = addr:find(":", 1, true) and ("[" .. addr .. "]") or addr
-  return ("https://%s:%d"):format(host, ep.bindPort or 6443)
 end
 
 -- Does this join's kubelet talk to its own local kube-apiserver (KEP-4471)? For a control plane:
@@ -64,7 +58,7 @@ function M.start(ctx)
   local r = ctx.data.discovery or error("[kubelet-start] no discovery result: run the whole join flow", 0)
   local cluster = ctx.cfg.cluster
   local server = r.server
-  if M.local_server(ctx) then server = M.local_url(ctx) end
+  if M.local_server(ctx) then server = nodeview.local_url(ctx) end
   local kc = discovery.bootstrap_kubeconfig(r, cluster.clusterName or "kubernetes", server)
   ctx:write(M.BOOTSTRAP, yaml.encode(kc), "0600")
   local ca_path = ctx.cfg.join.caCertPath or "/etc/kubernetes/pki/ca.crt"
@@ -72,7 +66,7 @@ function M.start(ctx)
   -- A Ready Node with this name means another machine already is this node, unless this
   -- machine's kubelet holds that node's identity: a run killed after bootstrap-kubelet.conf was
   -- written leaves a kubelet that bootstraps and registers the Node before the run is resumed.
-  local name = require("manifests.pod").node_name(ctx)
+  local name = nodeview.name(ctx)
   local node, nerr = ctx.data.bootstrap_client:get { apiVersion = "v1", kind = "Node", name = name }
   if not node and nerr.code ~= 404 then
     error(("[kubelet-start] cannot get Node %q: %s"):format(name, tostring(nerr)), 0)

@@ -4,6 +4,7 @@ local config = require "kubelet.config"
 local flags = require "kubelet.flags"
 local cri = require "kubelet.cri"
 local log = require "log"
+local nodeview = require "nodeview"
 
 local M = { config = config, flags = flags, cri = cri }
 
@@ -15,9 +16,8 @@ function M.write_files(ctx, opts)
   local nodereg = doc.nodeRegistration or {}
   local socket = cri.socket(ctx)
   local gate = ctx:gate("NodeLocalCRISocket")
-  local pod = require "manifests.pod"
-  local list = flags.list(ctx.cfg.cluster, nodereg, {
-    socket = socket, gate_cri = gate, node_name = pod.node_name(ctx),
+    local list = flags.list(ctx.cfg.cluster, nodereg, {
+    socket = socket, gate_cri = gate, node_name = nodeview.name(ctx),
     hostname = require("config").node_name_default(), taints_as_flags = opts.taints_as_flags })
   local out = {}
   ctx:mkdir(config.DIR, "0700")

@@ -2,6 +2,7 @@
 local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
+local nodeview = require "nodeview"
 
 local M = {}
 
@@ -45,8 +46,8 @@ end
 function M.command(ctx)
   local cl = ctx.cfg.cluster
   local cert = cl.certificatesDir or C.certificates_dir
-  local adv = pod.advertise_address(ctx)
-  local port = pod.bind_port(ctx)
+  local adv = nodeview.advertise_address(ctx)
+  local port = nodeview.bind_port(ctx)
   local extra = cl.apiServer and cl.apiServer.extraArgs
   local d = {
     ["advertise-address"] = adv,
@@ -114,8 +115,8 @@ end
 function M.build(ctx)
   local cl = ctx.cfg.cluster
   local cert = cl.certificatesDir or C.certificates_dir
-  local adv = pod.advertise_address(ctx)
-  local port = pod.bind_port(ctx)
+  local adv = nodeview.advertise_address(ctx)
+  local port = nodeview.bind_port(ctx)
   local host = M.probe_host(adv)
   local mounts = pod.ca_mounts()
   mounts[#mounts + 1] = pod.mount("k8s-certs", cert, cert, true, "DirectoryOrCreate")

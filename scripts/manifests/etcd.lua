@@ -2,6 +2,7 @@
 local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
+local nodeview = require "nodeview"
 
 local M = {}
 
@@ -17,8 +18,8 @@ function M.command(ctx, opts)
   local cl = ctx.cfg.cluster
   local cert = cl.certificatesDir or C.certificates_dir
   local loc = cl.etcd and cl.etcd["local"] or {}
-  local adv = pod.advertise_address(ctx)
-  local name = pod.node_name(ctx)
+  local adv = nodeview.advertise_address(ctx)
+  local name = nodeview.name(ctx)
   local lo = pod.loopback(pod.is_ipv6(adv))
   local function url(scheme, host, port) return ("%s://%s"):format(scheme, pod.join_host_port(host, port)) end
   local peer = url("https", adv, 2380)
@@ -56,7 +57,7 @@ end
 -- The probe endpoint: from listen-metrics-urls (first URL) if the user overrode it.
 function M.probe_endpoint(ctx)
   local loc = ctx.cfg.cluster.etcd and ctx.cfg.cluster.etcd["local"] or {}
-  local adv = pod.advertise_address(ctx)
+  local adv = nodeview.advertise_address(ctx)
   local host, port, scheme = pod.loopback(pod.is_ipv6(adv)), 2381, "HTTP"
   local m = args.get(loc.extraArgs, "listen-metrics-urls")
   if m then
@@ -85,7 +86,7 @@ function M.build(ctx, opts)
   local cl = ctx.cfg.cluster
   local cert = cl.certificatesDir or C.certificates_dir
   local loc = cl.etcd and cl.etcd["local"] or {}
-  local adv = pod.advertise_address(ctx)
+  local adv = nodeview.advertise_address(ctx)
   local host, port, scheme = M.probe_endpoint(ctx)
   local mounts = {
     pod.mount("etcd-certs", cert .. "/etcd", cert .. "/etcd", false, "DirectoryOrCreate"),

@@ -3,6 +3,7 @@
 -- it atomically with mode 0600, optionally keeping a backup of the previous file.
 local yaml = require "moonadm.yaml"
 local fs = require "moonadm.fs"
+local log = require "log"
 local pod = require "manifests.pod"
 
 local M = {}
@@ -54,6 +55,17 @@ end
 function M.create(ctx, component, opts)
   local p = M.generate(ctx, component, opts)
   return M.write(ctx, component, p, opts)
+end
+
+-- A control-plane component as init's control-plane phase and a control-plane join write it,
+-- with kubeadm's lines ("Using manifest folder" once per run).
+function M.create_logged(ctx, component)
+  if not ctx.data.manifest_dir_logged then
+    log.info("[control-plane] Using manifest folder %q", M.DIR)
+    ctx.data.manifest_dir_logged = true
+  end
+  log.info("[control-plane] Creating static Pod manifest for %q", component)
+  return M.create(ctx, component)
 end
 
 return M

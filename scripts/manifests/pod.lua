@@ -29,43 +29,6 @@ function M.loopback(ipv6)
   return ipv6 and "::1" or "127.0.0.1"
 end
 
--- The node's advertise address: the configured one, else the address of the default route's
--- interface (kubeadm's ChooseAPIServerBindAddress). Memoised on ctx.data.
-function M.advertise_address(ctx)
-  if ctx.data.advertise_address then return ctx.data.advertise_address end
-  local ep
-  if ctx.cfg.join then
-    ep = ctx.cfg.join.controlPlane and ctx.cfg.join.controlPlane.localAPIEndpoint
-  else
-    ep = ctx.cfg.init and ctx.cfg.init.localAPIEndpoint
-  end
-  local ip = ep and ep.advertiseAddress
-  if not ip or ip == "" then
-    local err
-    ip, err = require("moonadm.net").default_ip()
-    if not ip then error("choosing the advertise address: " .. err, 0) end
-  end
-  ctx.data.advertise_address = ip
-  return ip
-end
-
-function M.bind_port(ctx)
-  local ep
-  if ctx.cfg.join then
-    ep = ctx.cfg.join.controlPlane and ctx.cfg.join.controlPlane.localAPIEndpoint
-  else
-    ep = ctx.cfg.init and ctx.cfg.init.localAPIEndpoint
-  end
-  return (ep and ep.bindPort) or C.api_bind_port
-end
-
-function M.node_name(ctx)
-  local doc = ctx.cfg.join or ctx.cfg.init or {}
-  local n = doc.nodeRegistration and doc.nodeRegistration.name
-  if n and n ~= "" then return n end
-  return (require("config").node_name_default())
-end
-
 -- <repo>/<component>:<version> with kubeadm's tag rule ('+' is not allowed in a tag).
 function M.image(cluster, component)
   local repo = cluster.imageRepository or C.image_repository

@@ -5,7 +5,7 @@ local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local b64 = require "pki.base64"
 local certlist = require "pki.certlist"
-local endpoint = require "pki.endpoint"
+local nodeview = require "nodeview"
 local tree = require "pki.tree"
 local log = require "log"
 
@@ -38,12 +38,10 @@ function M.cluster_name(E) return E.cluster.clusterName or "kubernetes" end
 
 -- The server URL of a kubeconfig row.
 function M.server(E, k)
-  local port = endpoint.bind_port(E.ctx)
-  local addr = E.advertise_address
   if k.url == "local" or (k.url == "kubelet" and E.ctx:gate("ControlPlaneKubeletLocalMode")) then
-    return endpoint.local_url(addr, port)
+    return nodeview.local_url(E.ctx)
   end
-  return endpoint.cpe_url(E.cluster, addr, port)
+  return nodeview.cpe_url(E.ctx)
 end
 
 -- client-go's clientcmd.Write of a Config with one cluster, context and user.
@@ -179,5 +177,25 @@ function M.apply(E, k, kdir)
     E.ctx:write(path, text, tonumber("600", 8))
   end
 end
+
+-- ---- entry points: init's kubeconfig phase and a control-plane join ----
+
+-- Plans the kubeconfig files named (admin, super-admin, kubelet, controller-manager, scheduler) and
+-- generates their client keys at once, before any file is written.
+function M.prepare(ctx, names)
+  local E = tree.env(ctx)
+  E.quiet = true -- warnings are the writes' to print
+  local kdir = M.dir(ctx)
+  log.info('[kubeconfig] Using kubeconfig folder "%s"', kdir)
+  local ca = M.load_ca(E)
+  local actions = {}
+  for _, name in ipairs(names) do
+    local k = M.by_name[name] or error("no kubeconfig " .. name, 0)
+    actions[#actions + 1] = { entry = k, action = M.plan(E, k, kdir, ca) }
+  end
+  tree.pregenerate(E, actions, "kubeconfig/")
+end
+
+function M.write(ctx, name) M.apply(tree.env(ctx), M.by_name[name], M.dir(ctx)) end
 
 return M

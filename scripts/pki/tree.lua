@@ -8,7 +8,7 @@
 local pki = require "moonadm.pki"
 local config = require "config"
 local certlist = require "pki.certlist"
-local endpoint = require "pki.endpoint"
+local nodeview = require "nodeview"
 local log = require "log"
 
 local M = {}
@@ -30,13 +30,12 @@ end
 function M.env(ctx, opts)
   opts = opts or {}
   local cluster = ctx.cfg.cluster or {}
-  local init = ctx.cfg.init or {}
   local alg = config.encryption_algorithm(cluster)
   local E = {
     ctx = ctx,
     cluster = cluster,
     dir = (opts.cert_dir or cluster.certificatesDir or "/etc/kubernetes/pki"):gsub("/+$", ""),
-    node_name = opts.node_name or (init.nodeRegistration or {}).name,
+    node_name = opts.node_name or nodeview.name(ctx),
     alg = alg,
     start = M.start_time(ctx),
     leaf_validity = seconds(cluster.certificateValidityPeriod, 8760 * 3600),
@@ -52,7 +51,7 @@ function M.env(ctx, opts)
   end
   return setmetatable(E, { __index = function(t, k)
     if k == "advertise_address" then
-      local a = opts.advertise_address or endpoint.advertise_address(ctx)
+      local a = nodeview.advertise_address(ctx)
       rawset(t, k, a)
       return a
     end
@@ -327,6 +326,24 @@ function M.create(E, entries)
   M.pregenerate(E, actions)
   for _, a in ipairs(actions) do M.apply(E, a) end
   return actions
+end
+
+-- ---- entry points: what init's certs phase, a control-plane join and upgrade call ----
+
+-- Plans the certificates named (certlist names: "ca", "apiserver", ..., "sa") and generates the
+-- keys they need at once, in parallel, before any is written: a bad tree fails here, writing nothing.
+function M.prepare(ctx, names)
+  local E = M.env(ctx)
+  log.info('[certs] Using certificateDir folder "%s"', E.dir)
+  local entries = {}
+  for _, name in ipairs(names) do entries[#entries + 1] = certlist.by_name[name] or error("no certificate " .. name, 0) end
+  M.pregenerate(E, M.plan(E, entries))
+end
+
+-- Re-checks one certificate on disk and writes what it lacks.
+function M.write(ctx, name)
+  local E = M.env(ctx)
+  M.apply(E, M.plan(E, { certlist.by_name[name] })[1])
 end
 
 return M

@@ -5,15 +5,14 @@
 local client_mod = require "kube.client"
 local config = require "config"
 local fs = require "moonadm.fs"
-local kubeconfig = require "kube.kubeconfig"
 local log = require "log"
 local manifests = require "reset.manifests"
+local nodeview = require "nodeview"
 
 local M = {}
 
 M.DEFAULT_CERT_DIR = "/etc/kubernetes/pki"
 M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
-M.ENDPOINT_ANNOTATION = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
 -- Reading the cluster is best effort, but retried as kubeadm's GetConfigMapWithShortRetry retries:
 -- attempts of at most API_REQUEST_TIMEOUT each (a load balancer may route one to a dead member)
 -- within API_TIMEOUT, so that a reset of a node whose cluster is gone does not wait a minute on it.
@@ -23,48 +22,12 @@ M.API_REQUEST_TIMEOUT = 2
 -- The node name from kubelet.conf's client certificate (CN system:node:NAME), as kubeadm's
 -- getNodeNameFromKubeletConfig; nil when there is none.
 function M.node_name_from_kubelet_conf()
-  local text = fs.read(M.KUBELET_CONF)
-  if not text then return nil end
-  local opts = kubeconfig.parse(text, { filename = M.KUBELET_CONF, read = fs.read })
-  if not opts or not opts.cert_pem then return nil end
-  local cert = require("moonadm.pki").read_cert(opts.cert_pem)
-  local info = cert and cert:info()
-  local cn = info and info.subject and info.subject.cn
-  return cn and cn:match("^system:node:(.+)$")
+  return nodeview.name_from_kubelet_conf(fs.read(M.KUBELET_CONF), fs.read)
 end
 
-local function split_hostport(s)
-  local host, port = s:match("^%[(.+)%]:(%d+)$")
-  if not host then host, port = s:match("^([^:]+):(%d+)$") end
-  return host, tonumber(port)
-end
-
--- The advertise address: the kube-apiserver mirror pod's annotation (kubeadm's getAPIEndpoint),
--- else the local kube-apiserver manifest's annotation or --advertise-address, else the local etcd
--- manifest's advertised peer URL. Returns address, where it came from.
+-- The advertise address this node had (scripts/nodeview.lua): address, where it came from.
 function M.advertise_address(client, node)
-  if client and node then
-    local pod, err = client:get { apiVersion = "v1", kind = "Pod", namespace = "kube-system", name = "kube-apiserver-" .. node }
-    if not pod and err.code ~= 404 then
-      log.warn("[reset] Could not read Pod kube-system/kube-apiserver-%s, using the local manifests for the advertise address: %s",
-        node, tostring(err))
-    end
-    local ann = pod and pod.metadata and pod.metadata.annotations and pod.metadata.annotations[M.ENDPOINT_ANNOTATION]
-    local host = ann and split_hostport(ann)
-    if host then return host, "the kube-apiserver-" .. node .. " pod" end
-  end
-  local api = manifests.read("kube-apiserver")
-  if api then
-    local ann = api.metadata and api.metadata.annotations and api.metadata.annotations[M.ENDPOINT_ANNOTATION]
-    local host = ann and split_hostport(ann)
-    host = host or manifests.flag(api, "advertise-address")
-    if host then return host, "/etc/kubernetes/manifests/kube-apiserver.yaml" end
-  end
-  local etcd = manifests.read("etcd")
-  local peer = etcd and manifests.flag(etcd, "initial-advertise-peer-urls")
-  local host = peer and (peer:match("^https?://%[([^%]]+)%]") or peer:match("^https?://([^:/,]+)"))
-  if host then return host, "/etc/kubernetes/manifests/etcd.yaml" end
-  return nil
+  return nodeview.advertise_address_on_disk(client, node, manifests.read)
 end
 
 -- kubeadm's order for the certificates dir: the flag, else the ResetConfiguration's (when not the

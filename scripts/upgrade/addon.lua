@@ -4,6 +4,7 @@
 -- ClusterConfiguration or when its ConfigMap (coredns / kube-proxy) is missing.
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local data = require "upgrade.data"
 local pod = require "manifests.pod"
 
@@ -27,7 +28,7 @@ end
 -- Whether the addons may be upgraded now; logs why not.
 function M.ready(ctx)
   if ctx.data.addons_ready ~= nil then return ctx.data.addons_ready end
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   local image = pod.image(ctx.cfg.cluster, "kube-apiserver")
   local list, err = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
     { label_selector = "component=kube-apiserver" })

@@ -19,6 +19,7 @@ local difflib = require "upgrade.difflib"
 local M = {}
 
 local function errors_msg(e) return require("errors").message(e) end
+local nodeview = require "nodeview"
 
 M.TMP = "/etc/kubernetes/tmp"
 M.COMPONENTS = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" }
@@ -102,7 +103,7 @@ function M.wait_healthy(ctx, component, timeout)
     local members = require "etcd.members"
     local cdir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki"
     local pod = require "manifests.pod"
-    local adv = pod.advertise_address(ctx)
+    local adv = nodeview.advertise_address(ctx)
     local ep = "https://" .. pod.join_host_port(adv, 2379)
     capi.poll("etcd to be healthy", timeout, M.INTERVAL, function()
       local m, err = members.new { endpoints = { ep }, cert_dir = fs.path(cdir), dial_timeout = 1, request_timeout = 2 }

@@ -4,13 +4,13 @@
 -- InitConfiguration (name from kubelet.conf's client certificate, API endpoint from the local
 -- kube-apiserver manifest) so init's builders (manifests, certificates, kubelet files) serve it.
 local fs = require "moonadm.fs"
-local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local config = require "config"
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local up = require "cluster.uploadconfig"
-local b64 = require "pki.base64"
+local nodeview = require "nodeview"
 local version = require "upgrade.version"
 
 local M = {}
@@ -27,42 +27,12 @@ end
 
 function M.is_control_plane(ctx) return ctx:exists(M.APISERVER_MANIFEST) end
 
--- The node name: the CN of kubelet.conf's client certificate (system:node:NAME), as kubeadm's
--- GetNodeRegistration; else the host name.
-function M.node_name_from_kubelet_conf(text, read)
-  local docs = text and yaml.decode(text, M.KUBELET_CONF)
-  local doc = docs and docs[1]
-  if type(doc) ~= "table" then return nil end
-  local cur = doc["current-context"]
-  local user
-  for _, c in ipairs(doc.contexts or {}) do
-    if c.name == cur and type(c.context) == "table" then user = c.context.user end
-  end
-  for _, u in ipairs(doc.users or {}) do
-    if u.name == user and type(u.user) == "table" then
-      local pem
-      if u.user["client-certificate-data"] then pem = b64.decode(u.user["client-certificate-data"])
-      elseif u.user["client-certificate"] then pem = read(u.user["client-certificate"]) end
-      local cert = pem and pki.read_cert(pem)
-      local cn = cert and cert:info().subject.cn
-      return cn and cn:match("^system:node:(.+)$")
-    end
-  end
-end
-
--- advertise address and port of the local kube-apiserver manifest (nil when absent).
+-- advertise address and port of the local kube-apiserver manifest (nil when absent), read
+-- through ctx (a dry run sees its own files).
 function M.local_endpoint(ctx)
   local text = ctx:read(M.APISERVER_MANIFEST)
-  if not text then return nil end
-  local docs = yaml.decode(text, M.APISERVER_MANIFEST)
-  local c = docs and docs[1] and docs[1].spec and docs[1].spec.containers and docs[1].spec.containers[1]
-  if not c then return nil end
-  local wait = require "cluster.wait"
-  local cmd = {}
-  for _, a in ipairs(c.command or {}) do cmd[#cmd + 1] = tostring(a) end
-  local adv = wait.arg(cmd, "advertise-address")
-  local port = tonumber(wait.arg(cmd, "secure-port") or "6443")
-  return adv and { advertiseAddress = adv, bindPort = port }
+  local docs = text and yaml.decode(text, M.APISERVER_MANIFEST)
+  return docs and nodeview.endpoint_of_apiserver(docs[1])
 end
 
 -- The API client: admin.conf when this node has one, else kubelet.conf (a worker's upgrade node).
@@ -73,9 +43,9 @@ function M.client(ctx)
   if ctx.dry_run and not ctx.data.client_override then
     ctx.data.client_override = capi.from_kubeconfig(ctx, fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or M.KUBELET_CONF)
   end
-  if fs.exists(capi.ADMIN_CONF) then return capi.admin(ctx) end
+  if fs.exists(capi.ADMIN_CONF) then return cadmin.client(ctx) end
   ctx.data.client_override = capi.from_kubeconfig(ctx, M.KUBELET_CONF)
-  return capi.admin(ctx)
+  return cadmin.client(ctx)
 end
 
 -- A kube-system ConfigMap, or nil when it does not exist (or, when optional, cannot be read: kubeadm
@@ -141,7 +111,8 @@ function M.prepare(ctx, opts)
   ctx.data.coredns_configmap = get_cm(c, "coredns") ~= nil
 
   -- this node as init's builders see a node
-  local name = M.node_name_from_kubelet_conf(ctx:read(M.KUBELET_CONF), function(p) return ctx:read(p) end)
+  -- the CN of kubelet.conf's client certificate (system:node:NAME), as kubeadm's GetNodeRegistration
+  local name = nodeview.name_from_kubelet_conf(ctx:read(M.KUBELET_CONF), function(p) return ctx:read(p) end)
     or config.node_name_default()
   local nodereg = { name = name }
   local inst = ctx:read(require("kubelet.config").INSTANCE_PATH)

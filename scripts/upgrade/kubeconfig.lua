@@ -4,7 +4,7 @@
 local yaml = require "moonadm.yaml"
 local log = require "log"
 local data = require "upgrade.data"
-local ep = require "pki.endpoint"
+local nodeview = require "nodeview"
 
 local M = {}
 
@@ -37,11 +37,8 @@ function M.run(ctx)
     log.info("[upgrade/kubeconfig] %s does not exist; nothing to update", data.KUBELET_CONF)
     return
   end
-  local lep = ctx.cfg.init.localAPIEndpoint or {}
-  local adv = lep.advertiseAddress or ep.advertise_address(ctx)
-  local port = lep.bindPort or 6443
-  local local_url = ep.local_url(adv, port)
-  local cpe_url = ep.cpe_url(ctx.cfg.cluster, adv, port)
+  local local_url = nodeview.local_url(ctx)
+  local cpe_url = nodeview.cpe_url(ctx)
   if cpe_url == local_url then
     log.v(1, "[upgrade/kubeconfig] the control-plane endpoint is the local API server; %s unchanged", data.KUBELET_CONF)
     return

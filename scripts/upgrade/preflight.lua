@@ -5,6 +5,7 @@ local log = require "log"
 local yaml = require "moonadm.yaml"
 local config = require "config"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local data = require "upgrade.data"
 local version = require "upgrade.version"
 
@@ -80,7 +81,7 @@ function M.confirm(ctx)
 end
 
 function M.apply(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   log.info("[preflight] Running pre-flight checks.")
   local nodes, nerr = M.kubelets(c)
   if not nodes then error("[upgrade] listing the Nodes: " .. tostring(nerr), 0) end

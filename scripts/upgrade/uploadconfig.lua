@@ -6,6 +6,7 @@
 local cjson = require "cjson"
 local log = require "log"
 local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local node = require "cluster.node"
 local up = require "cluster.uploadconfig"
 
@@ -14,7 +15,7 @@ local M = {}
 M.CRI_ANNOTATION = node.CRI_SOCKET_ANNOTATION
 
 function M.kubeadm(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   log.info("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", up.KUBEADM_CONFIG, up.NS)
   local objs = up.kubeadm_objects(ctx.cfg.cluster)
   -- an update replaces data as a whole: a ClusterStatus key left by an old kubeadm is dropped
@@ -22,7 +23,7 @@ function M.kubeadm(ctx)
 end
 
 function M.kubelet(ctx)
-  local c = capi.admin(ctx)
+  local c = cadmin.client(ctx)
   log.info("[upload-config] Creating a ConfigMap %q in namespace %s with the configuration for the kubelets in the cluster",
     up.KUBELET_CONFIG, up.NS)
   local live, err

@@ -8,6 +8,7 @@ local ref = require "reference_kubeadm"
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local b64 = require "pki.base64"
+local nodeview = require "nodeview"
 
 local FIX = h.top .. "/tests/spec/fixtures/diff/"
 
@@ -337,12 +338,11 @@ local function moonadm_preflight_names(cfgfile, runtime)
   local config = require "config"
   local context = require "context"
   local preflight = require "preflight"
-  local pod = require "manifests.pod"
-  local cfg = assert(config.load { files = { cfgfile }, kind = "init" })
+    local cfg = assert(config.load { files = { cfgfile }, kind = "init" })
   local ctx = context.new { command = "init", cfg = cfg, gates = cfg.gates, flags = { ["node-runtime"] = runtime }, root = "/" }
   local names = { [preflight.is_privileged_user.name] = true }
-  local checks = preflight.control_plane_checks(ctx, pod.advertise_address(ctx), pod.bind_port(ctx))
-  for _, c in ipairs(preflight.node_checks(ctx, pod.node_name(ctx), cfg.cluster.kubernetesVersion)) do checks[#checks + 1] = c end
+  local checks = preflight.control_plane_checks(ctx, nodeview.advertise_address(ctx), nodeview.bind_port(ctx))
+  for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), cfg.cluster.kubernetesVersion)) do checks[#checks + 1] = c end
   for _, c in ipairs(checks) do names[c.name] = true end
   return names
 end

@@ -71,6 +71,23 @@ describe("runner", function()
     assert.same({ "p/c" }, ran)
   end)
 
+  it("hands a phase's prepare the children that will run; its error is the first child's", function()
+    local got, ran = nil, {}
+    local f = flow_mod.new("t")
+    f:append { name = "p", prepare = function(_, selected) got = selected end, children = {
+      { name = "a", run = function() ran[#ran + 1] = "a" end },
+      { name = "b", run = function() ran[#ran + 1] = "b" end } } }
+    assert.is_true(runner.run(f, ctx_with {}, { skip = { "p/a" } }))
+    assert.same({ b = true }, got)
+    assert.same({ "b" }, ran)
+    f = flow_mod.new("t")
+    f:append { name = "p", prepare = function() error("bad tree", 0) end, children = {
+      { name = "a", run = function() ran[#ran + 1] = "never" end } } }
+    local ok, err = runner.run(f, ctx_with {}, {})
+    assert.is_nil(ok)
+    assert.equal("error execution phase p/a: bad tree", err)
+  end)
+
   it("wraps a phase error as kubeadm does and stops there", function()
     local ran = {}
     local f = flow_mod.new("t")

@@ -1,18 +1,10 @@
 -- init phase "control-plane": Generate all static Pod manifest files necessary to establish the control plane.
 -- Each subphase builds its component's Pod from the configuration (scripts/manifests/), applies the
 -- user's patches and writes /etc/kubernetes/manifests/<component>.yaml (0600) atomically.
-local log = require "log"
 local manifests = require "manifests"
 
 local function create(component)
-  return function(ctx)
-    if not ctx.data.manifest_dir_logged then
-      log.info("[control-plane] Using manifest folder %q", manifests.DIR)
-      ctx.data.manifest_dir_logged = true
-    end
-    log.info("[control-plane] Creating static Pod manifest for %q", component)
-    manifests.create(ctx, component)
-  end
+  return function(ctx) manifests.create_logged(ctx, component) end
 end
 
 return {

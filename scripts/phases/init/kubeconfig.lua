@@ -1,44 +1,18 @@
 -- init phase "kubeconfig": Generate all kubeconfig files necessary to establish the control plane
--- and the admin kubeconfig file. As in "certs", the parent's run_if checks every file that will be
--- touched and generates the client keys in parallel before any sub-phase writes.
+-- and the admin kubeconfig file. As in "certs", the parent's prepare checks every file the runner
+-- selected and generates the client keys in parallel before any sub-phase writes (pki/kubeconfig.lua).
 local kubeconfig = require "pki.kubeconfig"
-local tree = require "pki.tree"
-local log = require "log"
 
-local function prepare(ctx)
-  local ok, err = pcall(function()
-    local E = tree.env(ctx)
-    E.quiet = true -- warnings are the sub-phases' to print
-    local kdir = kubeconfig.dir(ctx)
-    log.info('[kubeconfig] Using kubeconfig folder "%s"', kdir)
-    local skip = {}
-    for _, l in ipairs { ctx.flags and ctx.flags["skip-phases"], ctx.cfg.init and ctx.cfg.init.skipPhases } do
-      for _, p in ipairs(l or {}) do skip[p] = true end
-    end
-    if skip.kubeconfig then return end
-    local ca = kubeconfig.load_ca(E)
-    local actions = {}
-    for _, k in ipairs(kubeconfig.list) do
-      if not skip["kubeconfig/" .. k.name] then
-        actions[#actions + 1] = { entry = k, action = kubeconfig.plan(E, k, kdir, ca) }
-      end
-    end
-    tree.pregenerate(E, actions, "kubeconfig/")
-  end)
-  if not ok then ctx.data.kubeconfig_plan_error = err end
-  return true
-end
-
-local function run(name)
-  return function(ctx)
-    local perr = ctx.data.kubeconfig_plan_error
-    if perr then
-      ctx.data.kubeconfig_plan_error = nil
-      error(perr, 0)
-    end
-    kubeconfig.apply(tree.env(ctx), kubeconfig.by_name[name], kubeconfig.dir(ctx))
+-- The selected sub-phases' files, in the list's order.
+local function prepare(ctx, selected)
+  local names = {}
+  for _, k in ipairs(kubeconfig.list) do
+    if selected[k.name] then names[#names + 1] = k.name end
   end
+  kubeconfig.prepare(ctx, names)
 end
+
+local function run(name) return function(ctx) kubeconfig.write(ctx, name) end end
 
 return {
   name = "kubeconfig",
@@ -46,7 +20,7 @@ return {
   desc = "Generate all kubeconfig files necessary to establish the control plane and the admin kubeconfig file",
   requires = { "pki" },
   provides = { "kubeconfig" },
-  run_if = prepare,
+  prepare = prepare,
   children = {
     { name = "admin", desc = "Generate a kubeconfig file for the admin to use and for kubeadm itself", run = run("admin") },
     { name = "super-admin", desc = "Generate a kubeconfig file for the super-admin", run = run("super-admin") },

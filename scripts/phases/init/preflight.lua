@@ -4,8 +4,8 @@
 -- (FileExisting-*), Hostname, KubeletVersion, Port-10250, Swap, and for local etcd Port-2379,
 -- Port-2380, DirAvailable--var-lib-etcd. See scripts/preflight.lua and docs/manifests.md.
 local preflight = require "preflight"
-local pod = require "manifests.pod"
 local log = require "log"
+local nodeview = require "nodeview"
 
 return {
   name = "preflight",
@@ -16,10 +16,10 @@ return {
   run = function(ctx)
     log.info("[preflight] Running pre-flight checks")
     preflight.run(ctx, { preflight.is_privileged_user })
-    local ok, ip = pcall(pod.advertise_address, ctx)
+    local ok, ip = pcall(nodeview.advertise_address, ctx)
     if not ok then log.warn("%s", ip); ip = nil end
-    local checks = preflight.control_plane_checks(ctx, ip, pod.bind_port(ctx))
-    for _, c in ipairs(preflight.node_checks(ctx, pod.node_name(ctx), ctx.cfg.cluster.kubernetesVersion)) do
+    local checks = preflight.control_plane_checks(ctx, ip, nodeview.bind_port(ctx))
+    for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), ctx.cfg.cluster.kubernetesVersion)) do
       checks[#checks + 1] = c
     end
     preflight.run(ctx, checks)

@@ -4,9 +4,9 @@
 -- FileAvailable--etc-kubernetes-pki-ca.crt, the node checks (binaries, Hostname, KubeletVersion,
 -- Port-10250, Swap); a control-plane join adds the control-plane checks of init.
 local preflight = require "preflight"
-local pod = require "manifests.pod"
 local log = require "log"
 local C = require "config.constants"
+local nodeview = require "nodeview"
 
 return {
   name = "preflight",
@@ -28,11 +28,11 @@ return {
     -- The cluster's version is only known after discovery: the kubelet skew is checked against this
     -- engine's release here, as kubeadm checks against its own version before discovery.
     local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or C.kubernetes_version
-    for _, c in ipairs(preflight.node_checks(ctx, pod.node_name(ctx), cp_version)) do checks[#checks + 1] = c end
+    for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), cp_version)) do checks[#checks + 1] = c end
     if join.controlPlane then
-      local ok, ip = pcall(pod.advertise_address, ctx)
+      local ok, ip = pcall(nodeview.advertise_address, ctx)
       if not ok then log.warn("%s", ip); ip = nil end
-      for _, c in ipairs(preflight.control_plane_checks(ctx, ip, pod.bind_port(ctx))) do
+      for _, c in ipairs(preflight.control_plane_checks(ctx, ip, nodeview.bind_port(ctx))) do
         checks[#checks + 1] = c
       end
     end

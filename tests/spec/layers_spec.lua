@@ -1,0 +1,108 @@
+-- The shape of the Lua middle layer, held: helpers never run or require a phase (only the flow
+-- loader does), no require cycles, and one home for the node's identity (scripts/nodeview.lua) —
+-- with the regression that used to split it: a control-plane join whose localAPIEndpoint is
+-- 192.0.2.7:7443 gets that address and port in its certificates, kubeconfigs and manifests alike.
+local h = require "helpers"
+
+local function modules()
+  local p = io.popen("cd " .. h.q(h.top .. "/scripts") .. " && find . -name '*.lua' | sort")
+  local out = {}
+  for l in p:lines() do
+    local rel = l:sub(3)
+    local name = rel:gsub("%.lua$", ""):gsub("/", "."):gsub("%.init$", "")
+    local f = assert(io.open(h.top .. "/scripts/" .. rel, "rb"))
+    local text = f:read("a"):gsub("%-%-[^\n]*", "")
+    f:close()
+    out[#out + 1] = { name = name, rel = rel, text = text }
+  end
+  p:close()
+  return out
+end
+
+local function requires(text)
+  local out = {}
+  for r in text:gmatch('require%s*%(?%s*"([%w_%.%-]+)"') do out[#out + 1] = r end
+  return out
+end
+
+describe("the middle layer's shape", function()
+  local mods = modules()
+  local by = {}
+  for _, m in ipairs(mods) do by[m.name] = m end
+
+  it("no module requires a phase module: phases are the flows' (scripts/flow.lua loads them)", function()
+    local bad = {}
+    for _, m in ipairs(mods) do
+      for _, r in ipairs(requires(m.text)) do
+        if r:match("^phases%.") then bad[#bad + 1] = ("scripts/%s requires %s"):format(m.rel, r) end
+      end
+    end
+    assert(#bad == 0, table.concat(bad, "\n"))
+  end)
+
+  it("has no require cycle (at the top of a file or inside a function)", function()
+    local graph = {}
+    for _, m in ipairs(mods) do
+      graph[m.name] = {}
+      for _, r in ipairs(requires(m.text)) do if by[r] and r ~= m.name then graph[m.name][#graph[m.name] + 1] = r end end
+    end
+    local state, cycles = {}, {}
+    local stack = {}
+    local function visit(v)
+      state[v] = "open"
+      stack[#stack + 1] = v
+      for _, w in ipairs(graph[v]) do
+        if state[w] == "open" then
+          local i = #stack
+          while stack[i] ~= w do i = i - 1 end
+          cycles[#cycles + 1] = table.concat(stack, " -> ", i) .. " -> " .. w
+        elseif not state[w] then
+          visit(w)
+        end
+      end
+      stack[#stack] = nil
+      state[v] = "done"
+    end
+    for _, m in ipairs(mods) do if not state[m.name] then visit(m.name) end end
+    assert(#cycles == 0, "require cycles:\n" .. table.concat(cycles, "\n"))
+  end)
+
+  it("only the node view computes an advertise address", function()
+    -- config/ defines and validates the field; the lab and `config print` write it into configs
+    local allowed = { ["nodeview.lua"] = true, ["commands/lab.lua"] = true, ["commands/config.lua"] = true }
+    local bad = {}
+    for _, m in ipairs(mods) do
+      if not allowed[m.rel] and not m.rel:match("^config/") and not m.rel:match("^lab/") then
+        if m.text:find("default_ip", 1, true) or m.text:find("%.advertiseAddress") then
+          bad[#bad + 1] = "scripts/" .. m.rel
+        end
+      end
+    end
+    assert(#bad == 0, "advertise address computed outside scripts/nodeview.lua:\n" .. table.concat(bad, "\n"))
+  end)
+
+  it("a control-plane join's address and port are the same in its certificates, kubeconfigs and manifests", function()
+    local nodeview = require "nodeview"
+    local tree = require "pki.tree"
+    local kubeconfig = require "pki.kubeconfig"
+    local apiserver = require "manifests.apiserver"
+    -- a join's context as the runner sees it, with no InitConfiguration at all
+    local ctx = { data = {}, flags = {}, gates = { ControlPlaneKubeletLocalMode = true },
+      cfg = { cluster = { controlPlaneEndpoint = "192.0.2.100:6443", kubernetesVersion = "v1.35.4",
+        networking = { serviceSubnet = "10.96.0.0/12", dnsDomain = "cluster.local" } },
+        join = { nodeRegistration = { name = "cp2" },
+          controlPlane = { localAPIEndpoint = { advertiseAddress = "192.0.2.7", bindPort = 7443 } } } } }
+    function ctx:gate(g) return self.gates[g] == true end
+    function ctx:read() return nil end
+    assert.equal("192.0.2.7", nodeview.advertise_address(ctx))
+    assert.equal(7443, nodeview.bind_port(ctx))
+    assert.equal("https://192.0.2.7:7443", nodeview.local_url(ctx))
+    assert.equal("cp2", nodeview.name(ctx))
+    assert.equal("192.0.2.7", tree.env(ctx).advertise_address)
+    assert.equal("https://192.0.2.7:7443", kubeconfig.server(tree.env(ctx), kubeconfig.by_name["controller-manager"]))
+    assert.equal("https://192.0.2.100:6443", kubeconfig.server(tree.env(ctx), kubeconfig.by_name.admin))
+    local cmd = table.concat(apiserver.build(ctx).spec.containers[1].command, " ")
+    assert.matches("--advertise-address=192.0.2.7 ", cmd, 1, true)
+    assert.matches("--secure-port=7443", cmd, 1, true)
+  end)
+end)
