@@ -170,11 +170,8 @@ function M.main(opts)
     flags = given, args = not as_phase and args or nil, strict = flags["strict-config"] }
   if not cfg then error(err, 0) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+  -- (ControlPlaneKubeletLocalMode=false is warned about once, by the config's gate check)
   local gates = cfg.gates or {}
-  if gates.ControlPlaneKubeletLocalMode == false then
-    log.warn("ControlPlaneKubeletLocalMode=false is a moonadm experiment: kubeadm v1.35 always runs the " ..
-      "KEP-4471 order; this run uses kubeadm's old join order and never writes the gate to the cluster")
-  end
 
   -- Site scripts run as root: refuse what others could have changed, before loading any of it.
   site.check_trust(flags)
