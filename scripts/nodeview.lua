@@ -7,13 +7,14 @@
 --   endpoint).
 --   From what the node runs (reset, upgrade): the name in kubelet.conf's client certificate, the
 --   advertise address and port of the local kube-apiserver manifest.
-local b64 = require "pki.base64"
 local C = require "config.constants"
+local config = require "config"
+local kubeconfig = require "kube.kubeconfig"
+local wait = require "cluster.wait"
 local log = require "log"
 local mnet = require "moonadm.net"
 local net = require "config.net"
 local pki = require "moonadm.pki"
-local yaml = require "moonadm.yaml"
 
 local M = {}
 
@@ -25,11 +26,14 @@ local function view(ctx)
   return ctx.node
 end
 
--- The localAPIEndpoint the command's config gives this node (join: its controlPlane's).
-local function endpoint_cfg(ctx)
+-- The localAPIEndpoint the command's config gives this node (join: its controlPlane's). create:
+-- make it in the config when absent (for the dynamic default), where there is a config to hold it.
+local function endpoint_cfg(ctx, create)
   local cfg = ctx.cfg or {}
-  if cfg.join then return (cfg.join.controlPlane or {}).localAPIEndpoint or {} end
-  return (cfg.init or {}).localAPIEndpoint or {}
+  local holder = cfg.join and cfg.join.controlPlane or (not cfg.join and cfg.init) or nil
+  if not holder then return {} end
+  if not holder.localAPIEndpoint and create then holder.localAPIEndpoint = {} end
+  return holder.localAPIEndpoint or {}
 end
 
 -- host:port, IPv6 in brackets.
@@ -46,29 +50,26 @@ function M.is_control_plane(ctx)
   return true
 end
 
+-- (read each time: a site phase may rename the node before the phases that use the name)
 function M.name(ctx)
-  local v = view(ctx)
-  if v.name then return v.name end
   local cfg = ctx.cfg or {}
   local doc = cfg.join or cfg.init or {}
   local n = doc.nodeRegistration and doc.nodeRegistration.name
-  if not n or n == "" then n = require("config").node_name_default() end
-  v.name = n
+  if not n or n == "" then n = config.node_name_default() end
   return n
 end
 
--- The default route's source address (kubeadm's ChooseAPIServerBindAddress); raises when there is
--- none or it is not a global unicast address.
+-- The default route's source address (kubeadm's ChooseAPIServerBindAddress): ip | nil, why (none,
+-- or not a global unicast address).
 function M.default_address()
   local addr, err = mnet.default_ip()
-  if not addr or net.classify(addr) ~= "global-unicast" then
-    error(("choosing the advertise address: %s: set it with --apiserver-advertise-address or " ..
-      "localAPIEndpoint.advertiseAddress"):format(addr and (addr .. " is not a global unicast address") or tostring(err)), 0)
-  end
+  if not addr then return nil, err end
+  if net.classify(addr) ~= "global-unicast" then return nil, addr .. " is not a global unicast address" end
   return addr
 end
 
--- The configured advertise address, else the default route's (kubeadm's dynamic defaulting).
+-- The configured advertise address, else the default route's, written into the config as kubeadm's
+-- dynamic defaulting does (so the journal's inputs see it: a changed address re-runs the phases).
 function M.advertise_address(ctx)
   local v = view(ctx)
   if v.advertise_address then return v.advertise_address end
@@ -78,8 +79,14 @@ function M.advertise_address(ctx)
       error(("localAPIEndpoint.advertiseAddress %q is not a valid IP address"):format(addr), 0)
     end
   else
-    addr = M.default_address()
+    local why
+    addr, why = M.default_address()
+    if not addr then
+      error(("could not detect the node's IP address from the default route (%s): set it with " ..
+        "--apiserver-advertise-address or localAPIEndpoint.advertiseAddress"):format(tostring(why)), 0)
+    end
     log.v(1, "[endpoint] detected advertise address %s from the default route", addr)
+    endpoint_cfg(ctx, true).advertiseAddress = addr
   end
   v.advertise_address = addr
   return addr
@@ -106,29 +113,16 @@ end
 ---------------------------------------------------------------------------------------------------
 -- From what the node runs
 
--- The node name in a kubelet.conf's client certificate (CN system:node:NAME), data or file.
--- text: the kubeconfig; read(path) reads a certificate file it names. nil when there is none.
+-- The node name in a kubelet.conf's client certificate (CN system:node:NAME): embedded data or a
+-- file it names (relative paths against /etc/kubernetes). text: the kubeconfig; read(path) reads a
+-- file. nil when there is none.
 function M.name_from_kubelet_conf(text, read)
-  local docs = text and yaml.decode(text, M.KUBELET_CONF)
-  local doc = docs and docs[1]
-  if type(doc) ~= "table" then return nil end
-  local cur = doc["current-context"]
-  local user
-  for _, c in ipairs(doc.contexts or {}) do
-    if c.name == cur and type(c.context) == "table" then user = c.context.user end
-  end
-  for _, u in ipairs(doc.users or {}) do
-    if u.name == user and type(u.user) == "table" then
-      local pem
-      if u.user["client-certificate-data"] then pem = b64.decode(u.user["client-certificate-data"])
-      elseif u.user["client-certificate"] and read then pem = read(u.user["client-certificate"]) end
-      local cert = pem and pki.read_cert(pem)
-      local info = cert and cert:info()
-      local cn = info and info.subject and info.subject.cn
-      return cn and cn:match("^system:node:(.+)$")
-    end
-  end
-  return nil
+  if not text then return nil end
+  local opts = kubeconfig.parse(text, { filename = M.KUBELET_CONF, base_dir = "/etc/kubernetes", read = read })
+  local cert = opts and opts.cert_pem and pki.read_cert(opts.cert_pem)
+  local info = cert and cert:info()
+  local cn = info and info.subject and info.subject.cn
+  return cn and cn:match("^system:node:(.+)$")
 end
 
 local function split_hostport(s)
@@ -144,16 +138,15 @@ local function flag(cmd, name)
   end
 end
 
--- The local kube-apiserver's endpoint in its decoded manifest: {advertiseAddress, bindPort}, the
--- annotation kubeadm writes first, else --advertise-address / --secure-port.
+-- The local kube-apiserver's endpoint in its decoded manifest, {advertiseAddress, bindPort}: its
+-- --advertise-address and --secure-port as the kube-apiserver parses them (nil without an address).
 function M.endpoint_of_apiserver(pod)
-  local ann = pod and pod.metadata and pod.metadata.annotations and pod.metadata.annotations[M.ENDPOINT_ANNOTATION]
-  local host, port = nil, nil
-  if ann then host, port = split_hostport(ann) end
-  local c = pod and pod.spec and pod.spec.containers and pod.spec.containers[1] or {}
-  host = host or flag(c.command, "advertise-address") or flag(c.args, "advertise-address")
-  port = port or tonumber(flag(c.command, "secure-port") or flag(c.args, "secure-port") or "") or C.api_bind_port
-  return host and { advertiseAddress = host, bindPort = port }
+  local c = pod and pod.spec and pod.spec.containers and pod.spec.containers[1]
+  if not c then return nil end
+  local cmd = {}
+  for _, a in ipairs(c.command or {}) do cmd[#cmd + 1] = tostring(a) end
+  local adv = wait.arg(cmd, "advertise-address")
+  return adv and { advertiseAddress = adv, bindPort = tonumber(wait.arg(cmd, "secure-port") or "") or C.api_bind_port }
 end
 
 -- The advertise address a node being reset had: its kube-apiserver mirror pod's annotation
@@ -170,8 +163,13 @@ function M.advertise_address_on_disk(client, name, read)
     local host = ann and split_hostport(ann)
     if host then return host, "the kube-apiserver-" .. name .. " pod" end
   end
-  local ep = M.endpoint_of_apiserver(read("kube-apiserver"))
-  if ep then return ep.advertiseAddress, "/etc/kubernetes/manifests/kube-apiserver.yaml" end
+  local api = read("kube-apiserver")
+  if api then
+    local ann = api.metadata and api.metadata.annotations and api.metadata.annotations[M.ENDPOINT_ANNOTATION]
+    local c = api.spec and api.spec.containers and api.spec.containers[1] or {}
+    local host = (ann and split_hostport(ann)) or flag(c.command, "advertise-address") or flag(c.args, "advertise-address")
+    if host then return host, "/etc/kubernetes/manifests/kube-apiserver.yaml" end
+  end
   local etcd = read("etcd")
   local c = etcd and etcd.spec and etcd.spec.containers and etcd.spec.containers[1] or {}
   local peer = flag(c.command, "initial-advertise-peer-urls") or flag(c.args, "initial-advertise-peer-urls")

@@ -163,7 +163,7 @@ function M.execute(nodes, ctx, opts)
         log.event { type = "phase-skip", phase = n.path, reason = "resume" }
         n.result = "resumed"
       else
-        if opts.resume and journal and (p.run or p.run_if) then
+        if opts.resume and journal and (p.run or p.run_if or p.prepare) then
           local e = journal.data.phases[n.path]
           local why = p.always_run and "it is a check, which always runs again"
             or (e and "its inputs changed since the journal recorded it")

@@ -211,7 +211,11 @@ local function dynamic_defaults(cfg)
       end
       local lep = slot == "init" and doc.localAPIEndpoint or (doc.controlPlane and doc.controlPlane.localAPIEndpoint)
       if lep and (lep.advertiseAddress == nil or lep.advertiseAddress == "") then
-        lep.advertiseAddress = require("nodeview").default_address()
+        local ip = require("nodeview").default_address()
+        if not ip then
+          error("unable to select an IP from default routes: set localAPIEndpoint.advertiseAddress in the file", 0)
+        end
+        lep.advertiseAddress = ip
       end
     end
   end

@@ -16,7 +16,7 @@ function M.write_files(ctx, opts)
   local nodereg = doc.nodeRegistration or {}
   local socket = cri.socket(ctx)
   local gate = ctx:gate("NodeLocalCRISocket")
-    local list = flags.list(ctx.cfg.cluster, nodereg, {
+  local list = flags.list(ctx.cfg.cluster, nodereg, {
     socket = socket, gate_cri = gate, node_name = nodeview.name(ctx),
     hostname = require("config").node_name_default(), taints_as_flags = opts.taints_as_flags })
   local out = {}

@@ -196,6 +196,8 @@ function M.prepare(ctx, names)
   tree.pregenerate(E, actions, "kubeconfig/")
 end
 
-function M.write(ctx, name) M.apply(tree.env(ctx), M.by_name[name], M.dir(ctx)) end
+function M.write(ctx, name)
+  M.apply(tree.env(ctx), M.by_name[name] or error("no kubeconfig " .. name, 0), M.dir(ctx))
+end
 
 return M

@@ -343,7 +343,7 @@ end
 -- Re-checks one certificate on disk and writes what it lacks.
 function M.write(ctx, name)
   local E = M.env(ctx)
-  M.apply(E, M.plan(E, { certlist.by_name[name] })[1])
+  M.apply(E, M.plan(E, { certlist.by_name[name] or error("no certificate " .. name, 0) })[1])
 end
 
 return M

@@ -3,7 +3,6 @@
 -- of the component=kube-apiserver pods per node), and each is skipped when disabled in the
 -- ClusterConfiguration or when its ConfigMap (coredns / kube-proxy) is missing.
 local log = require "log"
-local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local data = require "upgrade.data"
 local pod = require "manifests.pod"

@@ -4,7 +4,6 @@
 local log = require "log"
 local yaml = require "moonadm.yaml"
 local config = require "config"
-local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local data = require "upgrade.data"
 local version = require "upgrade.version"

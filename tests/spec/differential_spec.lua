@@ -338,7 +338,7 @@ local function moonadm_preflight_names(cfgfile, runtime)
   local config = require "config"
   local context = require "context"
   local preflight = require "preflight"
-    local cfg = assert(config.load { files = { cfgfile }, kind = "init" })
+  local cfg = assert(config.load { files = { cfgfile }, kind = "init" })
   local ctx = context.new { command = "init", cfg = cfg, gates = cfg.gates, flags = { ["node-runtime"] = runtime }, root = "/" }
   local names = { [preflight.is_privileged_user.name] = true }
   local checks = preflight.control_plane_checks(ctx, nodeview.advertise_address(ctx), nodeview.bind_port(ctx))

@@ -4,16 +4,38 @@
 -- 192.0.2.7:7443 gets that address and port in its certificates, kubeconfigs and manifests alike.
 local h = require "helpers"
 
+-- A line without its comment: `--` outside a string literal (flags such as "--secure-port=" stay).
+local function strip_comment(line)
+  local quote
+  local i = 1
+  while i <= #line do
+    local ch = line:sub(i, i)
+    if quote then
+      if ch == "\\" then i = i + 1 elseif ch == quote then quote = nil end
+    elseif ch == '"' or ch == "'" then
+      quote = ch
+    elseif line:sub(i, i + 1) == "--" then
+      return line:sub(1, i - 1)
+    end
+    i = i + 1
+  end
+  return line
+end
+
+-- Every module, by every name it is required by (scripts/a/init.lua is both `a` and `a.init`).
 local function modules()
   local p = io.popen("cd " .. h.q(h.top .. "/scripts") .. " && find . -name '*.lua' | sort")
   local out = {}
   for l in p:lines() do
     local rel = l:sub(3)
-    local name = rel:gsub("%.lua$", ""):gsub("/", "."):gsub("%.init$", "")
+    local name = rel:gsub("%.lua$", ""):gsub("/", ".")
     local f = assert(io.open(h.top .. "/scripts/" .. rel, "rb"))
-    local text = f:read("a"):gsub("%-%-[^\n]*", "")
+    local lines = {}
+    for line in (f:read("a") .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = strip_comment(line) end
     f:close()
-    out[#out + 1] = { name = name, rel = rel, text = text }
+    local m = { name = name, rel = rel, text = table.concat(lines, "\n"), names = { name } }
+    if name:match("%.init$") then m.names[2] = name:gsub("%.init$", "") end
+    out[#out + 1] = m
   end
   p:close()
   return out
@@ -28,7 +50,7 @@ end
 describe("the middle layer's shape", function()
   local mods = modules()
   local by = {}
-  for _, m in ipairs(mods) do by[m.name] = m end
+  for _, m in ipairs(mods) do for _, n in ipairs(m.names) do by[n] = m end end
 
   it("no module requires a phase module: phases are the flows' (scripts/flow.lua loads them)", function()
     local bad = {}
@@ -44,7 +66,10 @@ describe("the middle layer's shape", function()
     local graph = {}
     for _, m in ipairs(mods) do
       graph[m.name] = {}
-      for _, r in ipairs(requires(m.text)) do if by[r] and r ~= m.name then graph[m.name][#graph[m.name] + 1] = r end end
+      for _, r in ipairs(requires(m.text)) do
+        local target = by[r]
+        if target and target ~= m then graph[m.name][#graph[m.name] + 1] = target.name end
+      end
     end
     local state, cycles = {}, {}
     local stack = {}

@@ -4,8 +4,7 @@ local log = require "log"
 
 local function run(ctx)
   local capi = require "cluster.api"
-local cadmin = require "cluster.admin"
-  local c = cadmin.client(ctx)
+  local c = require("cluster.admin").client(ctx)
   local r = require("cluster.tokens").rbac_objects()
   for _, group in ipairs { r.get_nodes, r.post_csrs, r.approve, r.rotate, r.clusterinfo } do
     for _, o in ipairs(group) do capi.apply(ctx, c, o) end
