@@ -1,5 +1,5 @@
 /* moonadm's host: argv -> a Lua state with the engine bindings and the embedded
- * scripts -> scripts/cli.lua. `moonadm lua FILE ARGS...` runs any Lua file in the
+ * scripts -> scripts/framework/cli.lua. `moonadm lua FILE ARGS...` runs any Lua file in the
  * same environment (the busted specs run that way, against the real bindings). */
 #include <lauxlib.h>
 #include <lua.h>
@@ -102,12 +102,12 @@ static int traceback(lua_State *L)
 static int check_versions(lua_State *L)
 {
 	lua_getglobal(L, "require");
-	lua_pushstring(L, "version");
+	lua_pushstring(L, "framework.version");
 	lua_call(L, 1, 1); /* version table */
 	lua_getfield(L, -1, "engine");
 	const char *want = lua_tostring(L, -1);
 	if (!want)
-		return luaL_error(L, "scripts/version.lua does not declare the engine version it needs");
+		return luaL_error(L, "scripts/framework/version.lua does not declare the engine version it needs");
 	size_t k = strlen(want);
 	const char *have = MA_ENGINE_VERSION;
 	if (strncmp(have, want, k) != 0 || (have[k] != '.' && have[k] != '\0'))
@@ -138,7 +138,7 @@ static void check_scripts_dir(lua_State *L)
 		lua_settable(L, -4);
 	}
 	lua_getglobal(L, "require");
-	lua_pushstring(L, "site.trust");
+	lua_pushstring(L, "framework.site.trust");
 	lua_call(L, 1, 1);
 	lua_getfield(L, -1, "check"); /* loaded, before, trust, check */
 	lua_createtable(L, 1, 0);
@@ -191,7 +191,7 @@ static int run(lua_State *L)
 		return 1;
 	}
 	lua_getglobal(L, "require");
-	lua_pushstring(L, "cli");
+	lua_pushstring(L, "framework.cli");
 	lua_call(L, 1, 1);
 	lua_getfield(L, -1, "main");
 	lua_createtable(L, argc, 0);

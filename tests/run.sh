@@ -18,7 +18,7 @@ add() { passed=$((passed + $1)); failed=$((failed + $2)); }
 extra=${MOONADM_EXTRA_RESULTS:-}
 unset MOONADM_EXTRA_RESULTS
 
-# An API failure a phase got back and never read fails that phase in every test (scripts/runner.lua).
+# An API failure a phase got back and never read fails that phase in every test (scripts/framework/runner.lua).
 export MOONADM_STRICT_RESULTS=1
 
 echo "== C unit tests"

@@ -6,13 +6,13 @@
 -- kube-proxy with config.conf and kubeconfig.conf, DaemonSet kube-proxy).
 local yaml = require "moonadm.yaml"
 local C = require "config.constants"
-local log = require "log"
-local util = require "util"
+local log = require "framework.log"
+local util = require "framework.util"
 local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
-local nodeview = require "nodeview"
-local up = require "cluster.uploadconfig"
+local nodeview = require "node.view"
+local up = require "cluster.upload_config"
 
 local M = {}
 
@@ -262,7 +262,7 @@ function M.coredns(ctx)
   end
   if ctx.flags and ctx.flags["print-manifest"] then
     local o = M.coredns_objects(cluster)
-    o[5] = require("patches").apply_for(ctx, "corednsdeployment", o[5])
+    o[5] = require("manifests.patches").apply_for(ctx, "corednsdeployment", o[5])
     return print_manifest { o[5], o[4], o[6], o[2], o[3], o[1] }
   end
   local c = cadmin.client(ctx)
@@ -273,7 +273,7 @@ function M.coredns(ctx)
     replicas = live and live.spec and live.spec.replicas
   end
   local objs = M.coredns_objects(cluster, replicas and math.tointeger(replicas))
-  objs[5] = require("patches").apply_for(ctx, "corednsdeployment", objs[5])
+  objs[5] = require("manifests.patches").apply_for(ctx, "corednsdeployment", objs[5])
   for _, o in ipairs(objs) do capi.apply(ctx, c, o) end
   log.info("[addons] Applied essential addon: CoreDNS")
 end

@@ -10,7 +10,7 @@
 -- the same timeout; a 403 that persists fails naming the user and the binding.
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
-local log = require "log"
+local log = require "framework.log"
 local capi = require "cluster.api"
 
 local M = {}

@@ -6,7 +6,7 @@ local client = require "kube.client"
 local config = require "config"
 local C = require "config.constants"
 local duration = require "config.duration"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {}
 

@@ -3,11 +3,11 @@
 -- mark-control-plane labels and taints.
 local core = require "moonadm.core"
 local json = require "kube.json"
-local log = require "log"
+local log = require "framework.log"
 local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local cri = require "kubelet.cri"
-local nodeview = require "nodeview"
+local nodeview = require "node.view"
 
 local M = {}
 

@@ -11,7 +11,7 @@
 local api = require "moonadm.api"
 local core = require "moonadm.core"
 local yaml = require "moonadm.yaml"
-local log = require "log"
+local log = require "framework.log"
 local capi = require "cluster.api"
 
 local M = {}

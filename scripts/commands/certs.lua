@@ -2,13 +2,13 @@
 local pki = require "moonadm.pki"
 local common = require "commands.common"
 local config = require "config"
-local context = require "context"
-local flags_mod = require "flags"
+local context = require "framework.context"
+local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
-local log = require "log"
+local log = require "framework.log"
 local certlist = require "pki.certlist"
 local expiration = require "pki.expiration"
-local kubeconfig = require "pki.kubeconfig"
+local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 
 local M = {}
@@ -220,7 +220,7 @@ function M.main(argv)
   local name = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
   if not name then
-    log.result(require("cli").help_text { "certs" })
+    log.result(require("framework.cli").help_text { "certs" })
     return 0
   end
   for _, s in ipairs(subs) do

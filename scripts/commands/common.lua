@@ -1,7 +1,7 @@
 -- Flags every command takes, and the set-up they share.
 local fs = require "moonadm.fs"
-local log = require "log"
-local trust = require "site.trust"
+local log = require "framework.log"
+local trust = require "framework.site.trust"
 
 local M = {}
 
@@ -52,7 +52,7 @@ function M.setup(flags)
 end
 
 -- The set-up of a command that changes the node, once it knows it will run (after --help and argument
--- checks): the trusted tree checked (site.trust.check_root; --insecure-root warns instead), then, unless
+-- checks): the trusted tree checked (framework.site.trust.check_root; --insecure-root warns instead), then, unless
 -- opts.dry_run, the root lock /etc/kubernetes/.moonadm.lock taken for the rest of the process (a second moonadm
 -- on the same root stops at once, naming the holder's pid; the kernel frees the lock when the holder
 -- exits, also when it crashes) and the temp files a killed run left removed (safe now: no other moonadm

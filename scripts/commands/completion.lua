@@ -1,8 +1,8 @@
 -- `moonadm completion bash|zsh|fish`: shell completion code, generated from the command tree
 -- (cli.walk), so every command, phase subcommand and flag completes as it is defined.
-local cli = require "cli"
+local cli = require "framework.cli"
 local common = require "commands.common"
-local flags_mod = require "flags"
+local flags_mod = require "framework.argv"
 
 local M = {}
 

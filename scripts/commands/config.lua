@@ -5,8 +5,8 @@ local yaml = require "moonadm.yaml"
 local common = require "commands.common"
 local config = require "config"
 local C = require "config.constants"
-local flags_mod = require "flags"
-local log = require "log"
+local flags_mod = require "framework.argv"
+local log = require "framework.log"
 local images = require "config.images"
 
 local M = {}
@@ -211,7 +211,7 @@ local function dynamic_defaults(cfg)
       end
       local lep = slot == "init" and doc.localAPIEndpoint or (doc.controlPlane and doc.controlPlane.localAPIEndpoint)
       if lep and (lep.advertiseAddress == nil or lep.advertiseAddress == "") then
-        local ip = require("nodeview").default_address()
+        local ip = require("node.view").default_address()
         if not ip then
           error("unable to select an IP from default routes: set localAPIEndpoint.advertiseAddress in the file", 0)
         end
@@ -392,7 +392,7 @@ local function require_subcommand(name)
     end
     local words = {}
     for w in name:gmatch("%S+") do words[#words + 1] = w end
-    io.stdout:write(require("cli").help_text(words))
+    io.stdout:write(require("framework.cli").help_text(words))
     return 0
   end
 end

@@ -1,15 +1,15 @@
 -- What `moonadm init|join|reset|upgrade apply|upgrade node` share: flags, config, gates, the
 -- flow (stock, or --flow FILE), `phase <name>` subcommands, the journal and --resume.
-local cli = require "cli"
+local cli = require "framework.cli"
 local common = require "commands.common"
 local config = require "config"
-local context = require "context"
-local errors = require "errors"
-local flags_mod = require "flags"
-local journal_mod = require "journal"
-local log = require "log"
-local runner = require "runner"
-local site = require "site.load"
+local context = require "framework.context"
+local errors = require "framework.errors"
+local flags_mod = require "framework.argv"
+local journal_mod = require "framework.journal"
+local log = require "framework.log"
+local runner = require "framework.runner"
+local site = require "framework.site.load"
 
 local M = {}
 
@@ -78,7 +78,7 @@ local function phase_flags(phase, spec, inherited)
 end
 
 -- The help tree of a flow command: `help` (the command and its `phase` parent) and `help_for`
--- (`phase NAME [SUB]`), for cli.lua. opts as M.main's, plus `cmd` (the words of the command).
+-- (`phase NAME [SUB]`), for framework/cli.lua. opts as M.main's, plus `cmd` (the words of the command).
 function M.help_tree(opts)
   local spec = common.flags(M.run_flags, opts.flags or {})
   local words = opts.cmd
@@ -180,14 +180,14 @@ function M.main(opts)
     root = root, dry_run = flags["dry-run"], args = args,
     inputs = { init = cfg.init, cluster = cfg.cluster, join = cfg.join, reset = cfg.reset, upgrade = cfg.upgrade,
       kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = args } }
-  require("site.api").extend(ctx)
+  require("framework.site.api").extend(ctx)
 
   local run_opts = { resume = flags.resume, force_order = flags["force-order"] }
   if as_phase then
     local _, by_path = runner.resolve(flow, ctx)
     if #args > 0 and not by_path[args[1]] and args[1] ~= "all" then
       -- `moonadm <cmd> phase NAME` for a site phase that is not in the flow: run it alone.
-      local p = require("flow").lookup(flow.dir, args[1])
+      local p = require("framework.flow").lookup(flow.dir, args[1])
       if p then
         flow:append(p)
         _, by_path = runner.resolve(flow, ctx)

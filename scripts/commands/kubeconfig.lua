@@ -5,10 +5,10 @@
 local common = require "commands.common"
 local config = require "config"
 local C = require "config.constants"
-local context = require "context"
-local flags_mod = require "flags"
-local log = require "log"
-local kubeconfig = require "pki.kubeconfig"
+local context = require "framework.context"
+local flags_mod = require "framework.argv"
+local log = require "framework.log"
+local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 local pki = require "moonadm.pki"
 
@@ -97,7 +97,7 @@ function M.main(argv)
   if flags and args[1] then
     error(fmt("unknown command %q for %q\nRun 'moonadm kubeconfig --help' for usage.", args[1], "moonadm kubeconfig"), 0)
   end
-  io.stdout:write(require("cli").help_text { "kubeconfig" })
+  io.stdout:write(require("framework.cli").help_text { "kubeconfig" })
   return 0
 end
 

@@ -5,10 +5,10 @@
 local cjson = require "cjson"
 local core = require "moonadm.core"
 local duration = require "config.duration"
-local flags_mod = require "flags"
+local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
 local kclient = require "kube.client"
-local log = require "log"
+local log = require "framework.log"
 local net = require "lab.net"
 local proc = require "moonadm.proc"
 local state = require "lab.state"
@@ -87,7 +87,7 @@ M.flags = {
   },
 }
 
--- Help data for `moonadm lab ... --help` (scripts/cli.lua renders it in cobra's shape).
+-- Help data for `moonadm lab ... --help` (scripts/framework/cli.lua renders it in cobra's shape).
 M.help = {
   [""] = {
     short = "A real Kubernetes control plane on this machine, made by moonadm's init and join",

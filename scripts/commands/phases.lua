@@ -7,12 +7,12 @@
 -- joining worker and for a joining control plane, and a refusal names the role it is for.
 local common = require "commands.common"
 local config = require "config"
-local flags_mod = require "flags"
+local flags_mod = require "framework.argv"
 local flowcmd = require "commands.flowcmd"
-local graph = require "site.graph"
-local log = require "log"
-local runner = require "runner"
-local site = require "site.load"
+local graph = require "framework.site.graph"
+local log = require "framework.log"
+local runner = require "framework.runner"
+local site = require "framework.site.load"
 
 local M = {}
 
@@ -31,7 +31,7 @@ M.flags = common.flags(common.global, {
   { name = "kubelet-server", type = "string", help = "join: local or endpoint, as `moonadm join --kubelet-server`" },
 }, site.flags)
 
--- Help data for `moonadm phases [check] --help` (scripts/cli.lua renders it in cobra's shape).
+-- Help data for `moonadm phases [check] --help` (scripts/framework/cli.lua renders it in cobra's shape).
 M.help = {
   [""] = {
     short = "Show a command's resolved phase flow, statically checked",
@@ -161,7 +161,7 @@ function M.main(argv)
     return 0
   end
   local journal
-  if set.root then journal = require("journal").open(name) end
+  if set.root then journal = require("framework.journal").open(name) end
   local rows = graph.rows(nodes, ctx, journal)
   if format == "json" then
     log.result(graph.json(rows))

@@ -1,8 +1,8 @@
 -- `moonadm reset [flags]` and `moonadm reset phase <name>`: kubeadm's reset (docs/reset.md).
--- Before any phase, the cluster's configuration is read with --kubeconfig (scripts/reset/data.lua);
+-- Before any phase, the cluster's configuration is read with --kubeconfig (scripts/flows/reset/data.lua);
 -- after a whole reset, kubeadm's note on what it does not clean.
 local flowcmd = require "commands.flowcmd"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {}
 
@@ -30,7 +30,7 @@ and $HOME/.kube/config.
 
 local OPTS <const> = { name = "reset", flow = "reset", kind = "reset", flags = M.flags, cmd = "reset", cmd_words = { "reset" },
   desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
-  prepare = function(ctx) require("reset.data").prepare(ctx) end,
+  prepare = function(ctx) require("flows.reset.data").prepare(ctx) end,
   -- reset removes the journal's directory: a journal of the reset itself would only bring it back
   no_journal = true }
 

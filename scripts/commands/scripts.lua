@@ -2,7 +2,7 @@
 -- `moonadm --scripts DIR ...` (or MOONADM_SCRIPTS=DIR) then runs DIR's copies, file by file.
 -- `moonadm scripts list`: the embedded modules.
 local core = require "moonadm.core"
-local flags_mod = require "flags"
+local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
 
 local common = require "commands.common"
@@ -28,7 +28,7 @@ function M.main(argv)
     return 0
   end
   if sub ~= "export" or not dir then
-    io.stdout:write(require("cli").help_text { "scripts" })
+    io.stdout:write(require("framework.cli").help_text { "scripts" })
     return sub and 1 or 0
   end
   if dir:sub(1, 1) ~= "/" then dir = (os.getenv("PWD") or ".") .. "/" .. dir end

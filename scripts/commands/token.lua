@@ -2,11 +2,11 @@
 -- (scripts/cluster/tokens.lua): the same Secrets, flags and output formats.
 local common = require "commands.common"
 local config = require "config"
-local flags_mod = require "flags"
+local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
-local log = require "log"
+local log = require "framework.log"
 local tokens = require "cluster.tokens"
-local joincmd = require "cluster.joincmd"
+local joincmd = require "cluster.join_command"
 
 local M = {}
 
@@ -86,7 +86,7 @@ for _, s in ipairs(subs) do
   M.help[s[1]] = { short = s[2], long = LONGS[s[1]], args = ARGS[s[1]], flags = common.flags(TOKEN_FLAGS, s[3]) }
 end
 
-local function usage() return require("cli").help_text { "token" } end
+local function usage() return require("framework.cli").help_text { "token" } end
 
 local function client(flags)
   local path = flags.kubeconfig or KUBECONFIG.default

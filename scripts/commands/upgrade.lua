@@ -1,11 +1,11 @@
 -- `moonadm upgrade plan|apply|node`. apply and node run their flows (scripts/flows/upgrade-*.lua)
--- after reading the cluster's configuration (scripts/upgrade/data.lua); plan prints the versions
+-- after reading the cluster's configuration (scripts/flows/upgrade/data.lua); plan prints the versions
 -- and targets (scripts/upgrade/plan.lua) with -o text|json|yaml.
 local common = require "commands.common"
 local config = require "config"
-local flags_mod = require "flags"
+local flags_mod = require "framework.argv"
 local flowcmd = require "commands.flowcmd"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {}
 
@@ -46,7 +46,7 @@ local function prepare(apply)
     if k and k ~= "/etc/kubernetes/admin.conf" and ctx.flags_set and ctx.flags_set.kubeconfig then
       ctx.data.client_override = require("cluster.api").from_kubeconfig(ctx, k)
     end
-    require("upgrade.data").prepare(ctx, { apply = apply })
+    require("flows.upgrade.data").prepare(ctx, { apply = apply })
   end
 end
 
@@ -148,7 +148,7 @@ function M.diff(argv)
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   local d = (cfg.upgrade or {}).diff or {}
   local capi = require "cluster.api"
-  local ctx = require("context").new { command = "upgrade-diff", cfg = cfg, gates = cfg.gates or {}, flags = flags,
+  local ctx = require("framework.context").new { command = "upgrade-diff", cfg = cfg, gates = cfg.gates or {}, flags = flags,
     flags_set = set, root = flags.root }
   ctx.data.client = capi.from_kubeconfig({ cfg = {} }, flags.kubeconfig)
   -- kubeadm's FetchInitConfigurationFromCluster lines, with the command's prefix (prepare's own
@@ -157,7 +157,7 @@ function M.diff(argv)
     "[upgrade/diff] Use 'moonadm init phase upload-config kubeadm --config your-config-file' to re-upload it.\n")
   local out = log.out
   log.out = { write = function() end, flush = function() end }
-  local ok, perr = pcall(require("upgrade.data").prepare, ctx, { apply = false })
+  local ok, perr = pcall(require("flows.upgrade.data").prepare, ctx, { apply = false })
   log.out = out
   if not ok then error(perr, 0) end
   ctx.cfg.init.patches = nil
@@ -192,7 +192,7 @@ function M.main(argv)
   elseif sub == "diff" then
     return M.diff(rest)
   end
-  io.stdout:write(require("cli").help_text { "upgrade" })
+  io.stdout:write(require("framework.cli").help_text { "upgrade" })
   return sub and 1 or 0
 end
 

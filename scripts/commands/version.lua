@@ -1,8 +1,8 @@
 -- `moonadm version [-o short|json|yaml]`: engine, Lua and scripts versions.
 local cjson = require "cjson"
 local core = require "moonadm.core"
-local flags_mod = require "flags"
-local version = require "version"
+local flags_mod = require "framework.argv"
+local version = require "framework.version"
 local yaml = require "moonadm.yaml"
 
 local common = require "commands.common"

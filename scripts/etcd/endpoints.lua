@@ -5,7 +5,7 @@
 -- retries until the list is non-empty and every etcd pod has the annotation (pods that are not
 -- Ready are still used). URLs are returned in pod order, without duplicates.
 local core = require "moonadm.core"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {
   ANNOTATION = "kubeadm.kubernetes.io/etcd.advertise-client-urls",

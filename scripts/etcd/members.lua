@@ -18,7 +18,7 @@ local etcd = require "moonadm.etcd"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local duration = require "config.duration"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {
   RETRY_INTERVAL = 0.5,  -- constants.EtcdAPICallRetryInterval

@@ -1,7 +1,7 @@
 -- `moonadm init`: kubeadm v1.35's init phases, in kubeadm's order. One entry per line: a phase
 -- name (phases/init/NAME.lua, or a site phase phases/site/NAME.lua), or when("Gate", "name").
 -- An exported copy edited and given with --flow runs instead (see docs/scripting.md).
-local flow = require "flow"
+local flow = require "framework.flow"
 
 return flow.from_list("init", {
   "preflight",

@@ -1,5 +1,5 @@
 -- `moonadm reset`: kubeadm's reset phases.
-local flow = require "flow"
+local flow = require "framework.flow"
 
 return flow.from_list("reset", {
   "preflight",

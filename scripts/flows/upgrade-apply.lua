@@ -1,6 +1,6 @@
 -- `moonadm upgrade apply`: kubeadm's phases; etcd upgrade and certificate renewal happen inside
 -- control-plane, as in kubeadm.
-local flow = require "flow"
+local flow = require "framework.flow"
 
 return flow.from_list("upgrade-apply", {
   "preflight",

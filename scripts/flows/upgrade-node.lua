@@ -1,5 +1,5 @@
 -- `moonadm upgrade node`: kubeadm's phases for every node after the first control plane.
-local flow = require "flow"
+local flow = require "framework.flow"
 
 return flow.from_list("upgrade-node", {
   "preflight",

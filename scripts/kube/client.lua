@@ -24,7 +24,7 @@ local C = {}
 C.__index = C
 
 local function logger()
-  local ok, log = pcall(require, "log")
+  local ok, log = pcall(require, "framework.log")
   return ok and log or nil
 end
 

@@ -6,7 +6,7 @@
 local yaml = require "moonadm.yaml"
 local cnet = require "config.net"
 local C = require "config.constants"
-local util = require "util"
+local util = require "framework.util"
 
 local M = {}
 
@@ -123,7 +123,7 @@ function M.build(cluster, user)
   if cfg.healthzPort == nil then cfg.healthzPort = 10248 end
   if empty(cfg.cgroupDriver) then cfg.cgroupDriver = "systemd" end
   if cfg.rotateCertificates == false then
-    require("log").warn("kubelet configuration: rotateCertificates=false is not supported by kubeadm; setting it to true")
+    require("framework.log").warn("kubelet configuration: rotateCertificates=false is not supported by kubeadm; setting it to true")
   end
   cfg.rotateCertificates = true
   return cfg
@@ -138,7 +138,7 @@ end
 -- The full config.yaml text: defaults, then (NodeLocalCRISocket) the instance config as a strategic
 -- patch, then the user's kubeletconfiguration patches — which therefore win (the seed's rule).
 function M.render(ctx, socket)
-  local patches = require "patches"
+  local patches = require "manifests.patches"
   local cfg = M.build(ctx.cfg.cluster, ctx.cfg.kubelet)
   if ctx:gate("NodeLocalCRISocket") then
     cfg = patches.strategic(cfg, { containerRuntimeEndpoint = socket }, "plain")

@@ -2,7 +2,7 @@
 -- under the root (kubeadm's DetectCRISocket): one found is used; several is an error asking the
 -- user to choose; none gives kubeadm's default (containerd) with a warning.
 local fs = require "moonadm.fs"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {}
 

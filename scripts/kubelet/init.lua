@@ -1,10 +1,10 @@
 -- The kubelet's files on a node: `require "kubelet"`. Used by init/join kubelet-start (and later
 -- upgrade): config.yaml, kubeadm-flags.env and, under NodeLocalCRISocket, instance-config.yaml.
 local config = require "kubelet.config"
-local flags = require "kubelet.flags"
+local flags = require "kubelet.flags_env"
 local cri = require "kubelet.cri"
-local log = require "log"
-local nodeview = require "nodeview"
+local log = require "framework.log"
+local nodeview = require "node.view"
 
 local M = { config = config, flags = flags, cri = cri }
 

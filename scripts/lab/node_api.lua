@@ -12,7 +12,7 @@ local fs = require "moonadm.fs"
 local json = require "kube.json"
 local kubeconfig = require "kube.kubeconfig"
 local pki = require "moonadm.pki"
-local version = require "version"
+local version = require "framework.version"
 local yaml = require "moonadm.yaml"
 
 local M = {}

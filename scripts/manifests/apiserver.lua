@@ -2,7 +2,7 @@
 local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
-local nodeview = require "nodeview"
+local nodeview = require "node.view"
 
 local M = {}
 
@@ -14,7 +14,7 @@ local function authz_modes(user)
     local modes = {}
     for m in user:gmatch("[^,]+") do
       if VALID_AUTHZ[m] then modes[#modes + 1] = m
-      else require("log").warn("ignoring unknown kube-apiserver authorization-mode %q", m) end
+      else require("framework.log").warn("ignoring unknown kube-apiserver authorization-mode %q", m) end
     end
     if #modes > 0 then return table.concat(modes, ",") end
   end

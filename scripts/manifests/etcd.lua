@@ -2,7 +2,7 @@
 local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
-local nodeview = require "nodeview"
+local nodeview = require "node.view"
 
 local M = {}
 

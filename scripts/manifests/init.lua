@@ -3,7 +3,7 @@
 -- it atomically with mode 0600, optionally keeping a backup of the previous file.
 local yaml = require "moonadm.yaml"
 local fs = require "moonadm.fs"
-local log = require "log"
+local log = require "framework.log"
 local pod = require "manifests.pod"
 
 local M = {}
@@ -26,7 +26,7 @@ function M.generate(ctx, component, opts)
   local build = M.builders[component]
   if not build then error("unknown control-plane component " .. tostring(component), 0) end
   local p = build(ctx, opts)
-  return require("patches").apply_for(ctx, component, p)
+  return require("manifests.patches").apply_for(ctx, component, p)
 end
 
 function M.encode(p)

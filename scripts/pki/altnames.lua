@@ -2,7 +2,7 @@
 -- and de-duplicates them (RemoveDuplicateAltNames: DNS names sorted and unique, IPs unique by
 -- their string form in first-seen order). IPs are written in Go's canonical form.
 local net = require "config.net"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {}
 

@@ -5,7 +5,7 @@ local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local b64 = require "pki.base64"
 local certlist = require "pki.certlist"
-local kubeconfig = require "pki.kubeconfig"
+local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 
 local M = {}

@@ -8,8 +8,8 @@
 local pki = require "moonadm.pki"
 local config = require "config"
 local certlist = require "pki.certlist"
-local nodeview = require "nodeview"
-local log = require "log"
+local nodeview = require "node.view"
+local log = require "framework.log"
 
 local M = {}
 

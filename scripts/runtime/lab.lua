@@ -3,7 +3,7 @@
 -- itself. Starting or restarting it is therefore a nudge, and its health is its healthz endpoint on
 -- 127.0.0.1:10248 inside the node's network namespace — exactly where kubeadm's wait looks.
 local uv = require "luv"
-local log = require "log"
+local log = require "framework.log"
 
 local M = { name = "lab" }
 

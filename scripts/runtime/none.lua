@@ -1,6 +1,6 @@
 -- Node runtime "none": touches no kubelet (tests, files prepared ahead of a kubelet). Starting and
 -- stopping only say so; the kubelet is never reported healthy.
-local log = require "log"
+local log = require "framework.log"
 
 return {
   name = "none",

@@ -2,7 +2,7 @@
 -- kubelet`; start = `systemctl daemon-reload` + `systemctl restart kubelet`). Under a --root other
 -- than "/" the host's systemd is not this node's: moonadm warns and touches nothing. Without
 -- systemctl it warns that the kubelet must be started another way, as kubeadm does.
-local log = require "log"
+local log = require "framework.log"
 
 local M = { name = "systemd" }
 

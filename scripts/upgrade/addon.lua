@@ -2,9 +2,9 @@
 -- control plane runs the new kube-apiserver (kubeadm compares the kube-apiserver container image
 -- of the component=kube-apiserver pods per node), and each is skipped when disabled in the
 -- ClusterConfiguration or when its ConfigMap (coredns / kube-proxy) is missing.
-local log = require "log"
+local log = require "framework.log"
 local cadmin = require "cluster.admin"
-local data = require "upgrade.data"
+local data = require "flows.upgrade.data"
 local pod = require "manifests.pod"
 
 local M = {}

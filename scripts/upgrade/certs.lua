@@ -5,10 +5,10 @@
 -- also gains the SANs the current ClusterConfiguration asks for (a certSAN added to kubeadm-config
 -- reaches the certificate — kubeadm keeps the old SANs; see docs/upgrade.md).
 local pki = require "moonadm.pki"
-local log = require "log"
+local log = require "framework.log"
 local certlist = require "pki.certlist"
 local expiration = require "pki.expiration"
-local kubeconfig = require "pki.kubeconfig"
+local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 local altnames = require "pki.altnames"
 

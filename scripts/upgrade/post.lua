@@ -1,6 +1,6 @@
 -- post-upgrade (kubeadm v1.35 keeps the phase for clean-ups it no longer needs): the final
 -- message of the run, saying what to do next.
-local log = require "log"
+local log = require "framework.log"
 
 local M = {}
 

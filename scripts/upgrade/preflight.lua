@@ -1,11 +1,11 @@
 -- Preflight of `upgrade apply|node`: the cluster's health (API server ready, control-plane Nodes
 -- Ready, this node's static Pod manifests present), the version policy against the cluster's
 -- version and its kubelets, --print-config, and kubeadm's confirmation prompt unless --yes.
-local log = require "log"
+local log = require "framework.log"
 local yaml = require "moonadm.yaml"
 local config = require "config"
 local cadmin = require "cluster.admin"
-local data = require "upgrade.data"
+local data = require "flows.upgrade.data"
 local version = require "upgrade.version"
 
 local M = {}

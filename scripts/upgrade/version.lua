@@ -118,7 +118,7 @@ end
 
 -- Raises a clear error from a check result (force: skippable ones become warnings).
 function M.enforce(r, force, warn)
-  warn = warn or function(m) require("log").warn("%s", m) end
+  warn = warn or function(m) require("framework.log").warn("%s", m) end
   for _, m in ipairs(r.warnings) do warn(m) end
   local errs = {}
   for _, m in ipairs(r.mandatory) do errs[#errs + 1] = "\t- " .. m end

@@ -200,7 +200,7 @@ describe("moonadm init crash and --resume (own lab dev6r)", function()
 
   setup(function()
     local flow = os.tmpname()
-    h.write(flow, 'return require("flow").new("init"):append("preflight"):append("certs"):append("kubeconfig")' ..
+    h.write(flow, 'return require("framework.flow").new("init"):append("preflight"):append("certs"):append("kubeconfig")' ..
       ':append("etcd"):append("control-plane"):append("kubelet-start")\n')
     local code, out, err = h.moonadm { "lab", "up", "--name", LAB, "--subnet", SUBNET, "--dir", dir, "--flow", flow }
     os.remove(flow)

@@ -1,7 +1,7 @@
 -- Found by tests/fuzz/fuzz_lua_clusterinfo: a cluster-info kubeconfig whose `cluster` (or
 -- `clusters`, or the document) is not a mapping raised "attempt to index a userdata value" inside
--- join.discovery instead of refusing the document. (The input is also in the seed corpus.)
-local discovery = require "join.discovery"
+-- cluster.discovery instead of refusing the document. (The input is also in the seed corpus.)
+local discovery = require "cluster.discovery"
 
 describe("regress 001: cluster-info with a null or non-mapping cluster", function()
   for _, text in ipairs {

@@ -1,7 +1,7 @@
 -- Found by tests/fuzz/fuzz_lua_patches: a JSON patch whose operation is not a mapping ("- ", "- 5")
 -- raised "attempt to index a userdata/number value" while building its error message; a "path" that
 -- is not a string reached the JSON-pointer code. Both are now refused with a message.
-local patches = require "patches"
+local patches = require "manifests.patches"
 local yaml = require "moonadm.yaml"
 
 describe("regress 002: JSON patch operations that are not mappings", function()

@@ -1,7 +1,7 @@
 -- Found by tests/e2e/crash_spec.lua (join write:36): a run killed between writing a key and its
 -- certificate left the key alone, and the re-run (also with --resume) stopped at "found the key
 -- ... without its certificate". Now the journal records each file's content before the file is
--- written (context.lua), and a lone key that the journal records as this engine's own is generated
+-- written (framework/context.lua), and a lone key that the journal records as this engine's own is generated
 -- again with its certificate (pki/tree.lua); any other lone key is still refused.
 local h = require "helpers"
 

@@ -6,7 +6,7 @@
 -- excessive aliasing"), and caps nodes, depth, keys per mapping and bytes.
 local h = require "helpers"
 local yaml = require "moonadm.yaml"
-local discovery = require "join.discovery"
+local discovery = require "cluster.discovery"
 local kubeconfig = require "kube.kubeconfig"
 
 -- head (the document's first lines), then `levels` lines of 9 aliases of the line before

@@ -6,7 +6,7 @@
 local h = require "helpers"
 local net = require "moonadm.net"
 local core = require "moonadm.core"
-local discovery = require "join.discovery"
+local discovery = require "cluster.discovery"
 
 local function vm_hwm_kb()
   for line in io.lines("/proc/self/status") do

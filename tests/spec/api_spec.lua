@@ -5,7 +5,7 @@ local api = require "moonadm.api"
 local client = require "kube.client"
 local kubeconfig = require "kube.kubeconfig"
 local json = require "kube.json"
-local log = require "log"
+local log = require "framework.log"
 
 local fixture = helpers.top .. "/tests/fixtures/apiserver.sh"
 local labbin = (os.getenv("MOONADM_LAB_BIN") or (helpers.top .. "/.lab/bin")) .. "/kube-apiserver"
@@ -349,7 +349,7 @@ current-context: x
   end)
 
   describe("a failure nobody reads", function()
-    local runner = require "runner"
+    local runner = require "framework.runner"
     local NODE = { apiVersion = "v1", kind = "Node", name = "no-such-node-192-0-2-1" }
     local function capture(f)
       local lines = {}

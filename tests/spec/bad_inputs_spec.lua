@@ -157,7 +157,7 @@ describe("bad patch files", function()
 end)
 
 -- ------------------------------------------------------------------ discovery file / URL, cluster-info
-local discovery = require "join.discovery"
+local discovery = require "cluster.discovery"
 local kubeconfig = require "kube.kubeconfig"
 local api = require "moonadm.api"
 

@@ -44,7 +44,7 @@ describe("moonadm CLI", function()
 
   it("refuses scripts written for another engine version, with a clear message", function()
     local dir = root .. "/scripts"
-    h.write(dir .. "/version.lua", 'return { scripts = "9.0.0", engine = "9.9", kubernetes = "v1.35.4" }')
+    h.write(dir .. "/framework/version.lua", 'return { scripts = "9.0.0", engine = "9.9", kubernetes = "v1.35.4" }')
     local code, _, err = h.moonadm { "version", "--scripts", dir }
     assert.equal(1, code)
     assert.matches("need engine 9.9, but this binary's engine is", err, 1, true)
@@ -52,7 +52,7 @@ describe("moonadm CLI", function()
 
   it("refuses a scripts dir others can write before loading anything from it", function()
     local dir = root .. "/open-scripts"
-    h.write(dir .. "/version.lua", 'error("this must never run")')
+    h.write(dir .. "/framework/version.lua", 'error("this must never run")')
     os.execute("chmod 0777 " .. h.q(dir))
     local code, _, err = h.moonadm { "version", "--scripts", dir }
     assert.equal(1, code)
@@ -185,7 +185,7 @@ describe("moonadm CLI", function()
       types[#types + 1] = ev.type .. (ev.phase and (":" .. ev.phase) or "")
       if ev.type == "phase-end" then assert.is_number(ev.duration) end
     end
-    assert.truthy(require("util").contains(types, "phase-start:write-manifest"))
-    assert.truthy(require("util").contains(types, "phase-end:write-manifest"))
+    assert.truthy(require("framework.util").contains(types, "phase-start:write-manifest"))
+    assert.truthy(require("framework.util").contains(types, "phase-end:write-manifest"))
   end)
 end)

@@ -8,7 +8,7 @@ local ref = require "reference_kubeadm"
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local b64 = require "pki.base64"
-local nodeview = require "nodeview"
+local nodeview = require "node.view"
 
 local FIX = h.top .. "/tests/spec/fixtures/diff/"
 
@@ -336,8 +336,8 @@ end
 -- moonadm's init preflight checks (scripts/phases/init/preflight.lua) for a node runtime, by name.
 local function moonadm_preflight_names(cfgfile, runtime)
   local config = require "config"
-  local context = require "context"
-  local preflight = require "preflight"
+  local context = require "framework.context"
+  local preflight = require "node.preflight"
   local cfg = assert(config.load { files = { cfgfile }, kind = "init" })
   local ctx = context.new { command = "init", cfg = cfg, gates = cfg.gates, flags = { ["node-runtime"] = runtime }, root = "/" }
   local names = { [preflight.is_privileged_user.name] = true }

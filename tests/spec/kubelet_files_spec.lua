@@ -4,7 +4,7 @@
 local yaml = require "moonadm.yaml"
 local h = require "helpers"
 local kcfg = require "kubelet.config"
-local kflags = require "kubelet.flags"
+local kflags = require "kubelet.flags_env"
 local HOST = require("config").node_name_default()
 
 local INIT = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 10.0.0.5\n" ..

@@ -1,5 +1,5 @@
 -- The shape of the Lua middle layer, held: helpers never run or require a phase (only the flow
--- loader does), no require cycles, and one home for the node's identity (scripts/nodeview.lua) —
+-- loader does), no require cycles, and one home for the node's identity (scripts/node/view.lua) —
 -- with the regression that used to split it: a control-plane join whose localAPIEndpoint is
 -- 192.0.2.7:7443 gets that address and port in its certificates, kubeconfigs and manifests alike.
 local h = require "helpers"
@@ -52,7 +52,7 @@ describe("the middle layer's shape", function()
   local by = {}
   for _, m in ipairs(mods) do for _, n in ipairs(m.names) do by[n] = m end end
 
-  it("no module requires a phase module: phases are the flows' (scripts/flow.lua loads them)", function()
+  it("no module requires a phase module: phases are the flows' (scripts/framework/flow.lua loads them)", function()
     local bad = {}
     for _, m in ipairs(mods) do
       for _, r in ipairs(requires(m.text)) do
@@ -94,7 +94,7 @@ describe("the middle layer's shape", function()
 
   it("only the node view computes an advertise address", function()
     -- config/ defines and validates the field; the lab and `config print` write it into configs
-    local allowed = { ["nodeview.lua"] = true, ["commands/lab.lua"] = true, ["commands/config.lua"] = true }
+    local allowed = { ["node/view.lua"] = true, ["commands/lab.lua"] = true, ["commands/config.lua"] = true }
     local bad = {}
     for _, m in ipairs(mods) do
       if not allowed[m.rel] and not m.rel:match("^config/") and not m.rel:match("^lab/") then
@@ -103,13 +103,13 @@ describe("the middle layer's shape", function()
         end
       end
     end
-    assert(#bad == 0, "advertise address computed outside scripts/nodeview.lua:\n" .. table.concat(bad, "\n"))
+    assert(#bad == 0, "advertise address computed outside scripts/node/view.lua:\n" .. table.concat(bad, "\n"))
   end)
 
   it("a control-plane join's address and port are the same in its certificates, kubeconfigs and manifests", function()
-    local nodeview = require "nodeview"
+    local nodeview = require "node.view"
     local tree = require "pki.tree"
-    local kubeconfig = require "pki.kubeconfig"
+    local kubeconfig = require "pki.kubeconfigs"
     local apiserver = require "manifests.apiserver"
     -- a join's context as the runner sees it, with no InitConfiguration at all
     local ctx = { data = {}, flags = {}, gates = { ControlPlaneKubeletLocalMode = true },

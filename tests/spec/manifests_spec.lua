@@ -1,7 +1,7 @@
 -- Static Pod manifests: every field compared with kubeadm v1.35's (reference §4), extraArgs,
 -- extraVolumes, extraEnvs, CA dirs under the root, etcd (local, IPv6, external), stable bytes.
 local config = require "config"
-local context = require "context"
+local context = require "framework.context"
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
 local h = require "helpers"
@@ -112,9 +112,9 @@ apiServer:
     value: x509sha1=1
 ]]))
     local a = cmd_of(p)
-    assert.truthy(require("util").contains(a, "--secure-port=7443"))
-    assert.falsy(require("util").contains(a, "--secure-port=6443"))
-    assert.truthy(require("util").contains(a, "--authorization-mode=Node,RBAC,Webhook"))
+    assert.truthy(require("framework.util").contains(a, "--secure-port=7443"))
+    assert.falsy(require("framework.util").contains(a, "--secure-port=6443"))
+    assert.truthy(require("framework.util").contains(a, "--authorization-mode=Node,RBAC,Webhook"))
     local i1, i2
     for i, x in ipairs(a) do
       if x == "--audit-log-path=/a" then i1 = i elseif x == "--audit-log-path=/b" then i2 = i end

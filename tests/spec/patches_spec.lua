@@ -1,6 +1,6 @@
 -- kubeadm patches: file names, strategic/merge/json on decoded tables, order, every target,
 -- and every bad patch file an error naming the file.
-local patches = require "patches"
+local patches = require "manifests.patches"
 local yaml = require "moonadm.yaml"
 local h = require "helpers"
 

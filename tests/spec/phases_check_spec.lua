@@ -84,7 +84,7 @@ describe("phases check on a join flow", function()
     local code, _, err = h.moonadm { "phases", "check", "join", "--feature-gates", "ControlPlaneKubeletLocalMode=false",
       "--kubelet-server", "local" }
     assert.equal(1, code)
-    assert.matches('flow "join" is refused for a control-plane join: phase "kubelet-start" requires "local-etcd"', err, 1, true)
+    assert.matches('flow "join" is refused for a control-plane join: phase "kubelet-wait-bootstrap" requires "local-etcd"', err, 1, true)
     assert.equal(0, (h.moonadm { "phases", "check", "join", "--feature-gates", "ControlPlaneKubeletLocalMode=false" }))
   end)
 

@@ -189,7 +189,7 @@ describe("reset modules", function()
   after_each(function() fs.set_root("/") h.rmrf(root) end)
 
   it("etcd data dir: the cluster's, else the manifest's etcd-data hostPath, else /var/lib/etcd; external: none", function()
-    local etcd = require "reset.etcd"
+    local etcd = require "etcd.local_member"
     assert.same({ "/var/lib/etcd", "default" }, { etcd.data_dir(nil) })
     h.write(root .. "/etc/kubernetes/manifests/etcd.yaml", ETCD_MANIFEST)
     assert.same({ "/srv/etcd-data", "manifest" }, { etcd.data_dir(nil) })
@@ -202,7 +202,7 @@ describe("reset modules", function()
   end)
 
   it("the advertise address falls back to the local manifests", function()
-    local data = require "reset.data"
+    local data = require "flows.reset.data"
     assert.is_nil(data.advertise_address(nil, nil))
     h.write(root .. "/etc/kubernetes/manifests/etcd.yaml", ETCD_MANIFEST)
     assert.equal("10.9.9.9", (data.advertise_address(nil, nil)))
@@ -222,7 +222,7 @@ describe("reset modules", function()
   end
 
   it("removes this node's member by its peer URL; gone already and last member are fine, at once", function()
-    local etcd = require "reset.etcd"
+    local etcd = require "etcd.local_member"
     local ctx = { cfg = {} }
     local r = { advertise = "10.0.0.3", cert_dir = "/etc/kubernetes/pki" }
     local me = { id_hex = "abc", peer_urls = { "https://10.0.0.3:2380" } }
@@ -264,7 +264,7 @@ describe("reset modules", function()
   end)
 
   it("waits until the components' ports stop answering, or the stand-in's status lists no pods", function()
-    local wait = require "reset.wait"
+    local wait = require "node.wait_stopped"
     local t, up = 0, { [6443] = 3, [2379] = 1 }
     local ok, how = wait.until_stopped({ "kube-apiserver", "etcd", "kube-scheduler" }, {
       status = function() return nil end,
@@ -290,7 +290,7 @@ describe("reset modules", function()
   end)
 
   it("finds mount points below a dir (deepest first) and whether the journal dir is bound into a lab node", function()
-    local clean = require "reset.clean"
+    local clean = require "node.clean"
     local mi = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n" ..
       "30 22 8:1 /x /var/lib/kubelet rw - ext4 /dev/sda1 rw\n" ..
       "31 30 0:5 / /var/lib/kubelet/pods/a/volumes/kubernetes.io~secret/t rw - tmpfs tmpfs rw\n" ..
@@ -299,7 +299,7 @@ describe("reset modules", function()
       clean.mounts_under("/var/lib/kubelet", mi))
     assert.is_true(clean.is_mount_point("/var/lib/kubelet", mi))
     assert.is_false(clean.is_mount_point("/var/lib/moonadm", mi))
-    local cleanup = require "reset.cleanup"
+    local cleanup = require "node.cleanup"
     fs.set_root("/")
     assert.is_false(cleanup.journal_dir_is_nodes({ name = "lab" }, mi))
     assert.is_true(cleanup.journal_dir_is_nodes({ name = "lab" }, mi .. "40 22 8:1 /n /var/lib/moonadm rw - ext4 /dev/sda1 rw\n"))
@@ -307,7 +307,7 @@ describe("reset modules", function()
   end)
 
   it("the prompt: y goes on, anything else aborts, no terminal refuses", function()
-    local prompt = require "reset.prompt"
+    local prompt = require "flows.reset.prompt"
     local written = {}
     local w = function(s) written[#written + 1] = s end
     assert.is_true(prompt.confirm { isatty = true, read = function() return "Y" end, write = w })
@@ -323,7 +323,7 @@ describe("reset modules", function()
   end)
 
   it("certificates dir: the flag, else a non-default ResetConfiguration value, else the cluster's", function()
-    local data = require "reset.data"
+    local data = require "flows.reset.data"
     local rc = { certificatesDir = "/etc/kubernetes/pki" }
     assert.equal("/f", data.cert_dir({ flags = { ["cert-dir"] = "/f" }, flags_set = { ["cert-dir"] = true }, cfg = { reset = rc } }, { certificatesDir = "/c" }))
     assert.equal("/c", data.cert_dir({ flags = {}, flags_set = {}, cfg = { reset = rc } }, { certificatesDir = "/c" }))

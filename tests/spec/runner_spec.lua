@@ -1,8 +1,8 @@
 -- The phase runner: order, skips, gates, filters, run_if, error wrapping, the requires check.
-local runner = require "runner"
-local phase = require "phase"
-local flow_mod = require "flow"
-local errors = require "errors"
+local runner = require "framework.runner"
+local phase = require "framework.phase"
+local flow_mod = require "framework.flow"
+local errors = require "framework.errors"
 
 local function ctx_with(gates)
   return { gates = gates or {}, gate = function(self, g) return self.gates[g] == true end }
@@ -169,7 +169,7 @@ describe("stock flows", function()
     assert.same({ "preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start",
       "wait-control-plane", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token",
       "kubelet-finalize", "addon", "show-join-command" }, top)
-    assert.truthy(require("util").contains(p, "certs/etcd-healthcheck-client"))
+    assert.truthy(require("framework.util").contains(p, "certs/etcd-healthcheck-client"))
   end)
 
   it("join runs etcd-join and kubelet-wait-bootstrap between kubelet-start and control-plane-join by default", function()
@@ -184,7 +184,7 @@ describe("stock flows", function()
     local p = paths("join", { ControlPlaneKubeletLocalMode = false })
     assert.same({ "preflight", "control-plane-prepare", "control-plane-prepare/download-certs",
       "control-plane-prepare/certs", "control-plane-prepare/kubeconfig", "control-plane-prepare/control-plane",
-      "check-etcd", "kubelet-start", "control-plane-join", "control-plane-join/etcd",
+      "check-etcd", "kubelet-start", "kubelet-wait-bootstrap", "control-plane-join", "control-plane-join/etcd",
       "control-plane-join/mark-control-plane", "wait-control-plane" }, p)
   end)
 
@@ -212,14 +212,14 @@ describe("stock flows", function()
     assert.is_true(check(cp_ctx(false)))                -- old order, endpoint kubelet: fine
     local ok, err = check(cp_ctx(false, "local"))       -- old order, local kubelet: never finishes
     assert.is_nil(ok)
-    assert.matches('"kubelet-start" requires "local-etcd", which phase "control-plane-join/etcd" provides only later', err, 1, true)
+    assert.matches('"kubelet-wait-bootstrap" requires "local-etcd", which phase "control-plane-join/etcd" provides only later', err, 1, true)
     assert.matches("would never end", err, 1, true)
     -- a reordered stock flow that waits for the bootstrap before joining etcd is refused too
     package.loaded["flows.join"] = nil
     local f = require("flows.join")
     local wait = require("phases.join.kubelet-wait-bootstrap")
     f:remove("kubelet-wait-bootstrap")
-    f:insert(require("phase").when(require("phase").gate("ControlPlaneKubeletLocalMode", true), wait), { before = "etcd-join" })
+    f:insert(require("framework.phase").when(require("framework.phase").gate("ControlPlaneKubeletLocalMode", true), wait), { before = "etcd-join" })
     local ctx = cp_ctx(true)
     ok, err = runner.check(runner.resolve(f, ctx), ctx)
     assert.is_nil(ok)

@@ -4,8 +4,8 @@
 -- the Lua API reference against the binding tables, and the generated phase reference.
 local cjson = require "cjson"
 local h = require "helpers"
-local flow_mod = require "flow"
-local runner = require "runner"
+local flow_mod = require "framework.flow"
+local runner = require "framework.runner"
 
 local function ctx_with(gates)
   return { gates = gates or {}, cfg = { join = {}, cluster = {} }, flags = {}, data = {},
@@ -48,12 +48,14 @@ return {
   "check-etcd",
   "kubelet-start",
   when("ControlPlaneKubeletLocalMode", "etcd-join"),
-  when("ControlPlaneKubeletLocalMode", "kubelet-wait-bootstrap"),
+  "kubelet-wait-bootstrap",
   "control-plane-join",
+  when("ControlPlaneKubeletLocalMode=false", "control-plane-join/etcd"),
+  "control-plane-join/mark-control-plane",
   "wait-control-plane",
 }
 ]])
-      local f = require("site.load").flow_file("join", file)
+      local f = require("framework.site.load").flow_file("join", file)
       package.loaded["flows.join"] = nil
       local stock = require("flows.join")
       for _, on in ipairs { true, false } do
@@ -64,10 +66,22 @@ return {
         flow_mod.when("G", { name = "c" }) })
       assert.same({ "a", "b" }, run_paths(g, { G = false }))
       assert.same({ "c" }, run_paths(g, { G = true }))
+      -- "parent/child" lines give a parent exactly those children, in the flow's order and gates
+      local kids = { name = "p", children = { { name = "x" }, { name = "y" } } }
+      local o = flow_mod.from_list("t", { kids, "p/y", flow_mod.when("G", "p/x") })
+      assert.same({ "p", "p/y", "p/x" }, run_paths(o, { G = true }))
+      assert.same({ "p", "p/y" }, run_paths(o, { G = false }))
+      assert.same({ "p", "p/x", "p/y" }, run_paths(flow_mod.from_list("t", { kids }), {}))
+      local bad, err = pcall(flow_mod.from_list, "t", { kids, "p/z" })
+      assert.is_false(bad)
+      assert.matches('entry "p/z": phase "p" has no child "z"', err, 1, true)
+      bad, err = pcall(flow_mod.from_list, "t", { "q/x" })
+      assert.is_false(bad)
+      assert.matches('entry "q/x": no phase "q" before it', err, 1, true)
     end)
 
     it("still accept the flow-object form, and name the bad entry or unknown phase", function()
-      local ok = pcall(require("site.load").flow_file, "init", h.top .. "/tests/spec/fixtures/flows/todo.lua")
+      local ok = pcall(require("framework.site.load").flow_file, "init", h.top .. "/tests/spec/fixtures/flows/todo.lua")
       assert.is_true(ok)
       local file = put(root .. "/init-bad.lua", 'return { "preflight", "no-such-phase" }')
       local code, _, err = h.moonadm { "init", "--root", root .. "/r", "--flow", file }
@@ -122,10 +136,10 @@ return {
       local stock = require("flows.join")
       local f = stock:copy():add("mine:after=control-plane-join/mark-control-plane"):add("mine:replace=etcd-join")
       local on = run_paths(f, { ControlPlaneKubeletLocalMode = true })
-      assert.truthy(require("util").contains(on, "control-plane-join/mine"))
-      assert.truthy(require("util").contains(on, "mine"))
-      assert.is_nil(require("util").contains(on, "etcd-join") or nil)
-      assert.is_nil(require("util").contains(run_paths(f, { ControlPlaneKubeletLocalMode = false }), "mine") or nil)
+      assert.truthy(require("framework.util").contains(on, "control-plane-join/mine"))
+      assert.truthy(require("framework.util").contains(on, "mine"))
+      assert.is_nil(require("framework.util").contains(on, "etcd-join") or nil)
+      assert.is_nil(require("framework.util").contains(run_paths(f, { ControlPlaneKubeletLocalMode = false }), "mine") or nil)
       -- the stock module's tables are not edited
       assert.same(run_paths(require("flows.join"), { ControlPlaneKubeletLocalMode = true }),
         run_paths(stock, { ControlPlaneKubeletLocalMode = true }))
@@ -190,7 +204,7 @@ end }
       local code, _, err = h.moonadm { "phases", "check", "join", "--feature-gates", "ControlPlaneKubeletLocalMode=false",
         "--control-plane", "--kubelet-server", "local" }
       assert.equal(1, code)
-      assert.matches('"kubelet-start" requires "local-etcd", which phase "control-plane-join/etcd" provides only later', err, 1, true)
+      assert.matches('"kubelet-wait-bootstrap" requires "local-etcd", which phase "control-plane-join/etcd" provides only later', err, 1, true)
       assert.equal(0, (h.moonadm { "phases", "check", "join", "--feature-gates", "ControlPlaneKubeletLocalMode=false", "--control-plane" }))
       assert.equal(0, (h.moonadm { "phases", "check", "join", "--control-plane", "--kubelet-server", "local" }))
     end)
@@ -212,7 +226,7 @@ end }
   end)
 
   it("every stock gate resolves both ways and each state passes the check", function()
-    for _, name in ipairs(require("site.reference").FLOWS) do
+    for _, name in ipairs(require("framework.site.reference").FLOWS) do
       package.loaded["flows." .. name] = nil
       local f = require("flows." .. name)
       local gates = {}
@@ -372,7 +386,7 @@ end }
         get = function() return { metadata = { name = "n1" }, spec = { taints = { { key = "k", effect = "NoSchedule" } } } } end,
         patch = function(_, ref, p, o) patched = { ref = ref, p = p, o = o } return true end,
       }
-      local ctx = { cfg = { join = { nodeRegistration = { name = "n1" } } }, data = {}, log = require("log"),
+      local ctx = { cfg = { join = { nodeRegistration = { name = "n1" } } }, data = {}, log = require("framework.log"),
         journal = { data = { phases = { preflight = {}, ["kubelet-start"] = {} } } },
         read = function(_, p) return files[p] end, exists = function(_, p) return files[p] ~= nil end,
         client = function(_, which) used = which return fake end }
@@ -405,7 +419,7 @@ end }
     end)
 
     it("docs/phases.md and docs/graphs are what the flows render today", function()
-      for path, text in pairs(require("site.reference").files()) do
+      for path, text in pairs(require("framework.site.reference").files()) do
         local full = h.top .. "/" .. path
         if os.getenv("MOONADM_UPDATE_DOCS") == "1" then h.write(full, text) end
         assert.equal(text, h.read(full), path .. " is out of date: MOONADM_UPDATE_DOCS=1 tests/busted.sh tests/spec/scripting_spec.lua")

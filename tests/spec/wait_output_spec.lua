@@ -14,13 +14,13 @@ describe("wait output", function()
   end)
 
   it("the reset's pod-stop wait says its timeout and how long it took", function()
-    local log = require "log"
+    local log = require "framework.log"
     local lines = {}
     local saved = log.info
     log.info = function(fmt, ...) lines[#lines + 1] = select("#", ...) > 0 and fmt:format(...) or fmt end
-    local cleanup = require "reset.cleanup"
-    local manifests = require "reset.manifests"
-    local clean = require "reset.clean"
+    local cleanup = require "node.cleanup"
+    local manifests = require "manifests.installed"
+    local clean = require "node.clean"
     local files, remove = manifests.files, clean.remove
     manifests.files = function() return { "/etc/kubernetes/manifests/kube-apiserver.yaml" } end
     clean.remove = function() return true end

@@ -1,7 +1,7 @@
 -- init phase "etcd": Generate static Pod manifest file for local etcd.
 -- Creates the data dir (0700) and writes /etc/kubernetes/manifests/etcd.yaml; with external etcd
 -- it only says so, as kubeadm does.
-local log = require "log"
+local log = require "framework.log"
 local manifests = require "manifests"
 
 local function run_local(ctx)

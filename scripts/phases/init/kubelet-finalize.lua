@@ -1,5 +1,5 @@
 -- init phase "kubelet-finalize": Updates settings relevant to the kubelet after TLS bootstrap.
--- kubelet.conf switched to the rotating client certificate (scripts/cluster/kubeletfinalize.lua).
+-- kubelet.conf switched to the rotating client certificate (scripts/cluster/kubelet_finalize.lua).
 
 return {
   name = "kubelet-finalize",
@@ -7,6 +7,6 @@ return {
   desc = "Updates settings relevant to the kubelet after TLS bootstrap",
   requires = { "kubelet-started" },
   children = {
-    { name = "enable-client-cert-rotation", desc = "Enable kubelet client certificate rotation", run = function(ctx) require("cluster.kubeletfinalize").run(ctx) end },
+    { name = "enable-client-cert-rotation", desc = "Enable kubelet client certificate rotation", run = function(ctx) require("cluster.kubelet_finalize").run(ctx) end },
   },
 }

@@ -2,10 +2,10 @@
 -- kubeadm's init checks with its names: IsPrivilegedUser, NumCPU, Mem, Port-<bindPort>, Port-10259,
 -- Port-10257, FileAvailable--etc-kubernetes-manifests-*.yaml, the binaries of the node runtime
 -- (FileExisting-*), Hostname, KubeletVersion, Port-10250, Swap, and for local etcd Port-2379,
--- Port-2380, DirAvailable--var-lib-etcd. See scripts/preflight.lua and docs/manifests.md.
-local preflight = require "preflight"
-local log = require "log"
-local nodeview = require "nodeview"
+-- Port-2380, DirAvailable--var-lib-etcd. See scripts/node/preflight.lua and docs/manifests.md.
+local preflight = require "node.preflight"
+local log = require "framework.log"
+local nodeview = require "node.view"
 
 return {
   name = "preflight",

@@ -1,5 +1,5 @@
 -- init phase "upload-certs": Upload certificates to kubeadm-certs.
--- Only with --upload-certs (scripts/cluster/certsupload.lua).
+-- Only with --upload-certs (scripts/cluster/certs_upload.lua).
 
 return {
   name = "upload-certs",
@@ -7,5 +7,5 @@ return {
   desc = "Upload certificates to kubeadm-certs",
   requires = { "local-apiserver", "pki" },
   always_run = true, -- a generated certificate key exists only in the run that uploads with it
-  run = function(ctx) require("cluster.certsupload").run(ctx) end,
+  run = function(ctx) require("cluster.certs_upload").run(ctx) end,
 }

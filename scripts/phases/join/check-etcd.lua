@@ -4,5 +4,5 @@ return {
   desc = "Check that the local etcd is healthy",
   hidden = true,
   requires = { "pki" },
-  run = function(ctx) require("join.etcd").check(ctx) end,
+  run = function(ctx) require("etcd.join").check(ctx) end,
 }

@@ -1,6 +1,6 @@
 -- join phase "control-plane-join": Join a machine as a control plane instance.
-local phase = require "phase"
-local data = require "join.data"
+local phase = require "framework.phase"
+local data = require "flows.join.data"
 
 return {
   name = "control-plane-join",
@@ -8,10 +8,10 @@ return {
   desc = "Join a machine as a control plane instance",
   requires = { "kubelet-started" },
   children = {
-    -- kubeadm's old place for the etcd member add, only in the old join order (moonadm's experiment
-    -- with ControlPlaneKubeletLocalMode=false); the stock order adds the member in etcd-join.
+    -- kubeadm's old place for the etcd member add (the old join order, ControlPlaneKubeletLocalMode=false:
+    -- flows/join.lua gates its line; the gate here holds for a flow that lists this parent alone).
     phase.when(phase.gate("ControlPlaneKubeletLocalMode", false),
-      { name = "etcd", desc = "Add a new local etcd member", run = function(ctx) require("join.etcd").join(ctx) end,
+      { name = "etcd", desc = "Add a new local etcd member", run = function(ctx) require("etcd.join").join(ctx) end,
         requires = { "pki" }, provides = { "local-etcd" } }),
     { name = "mark-control-plane", desc = "Mark a node as a control-plane", run = function(ctx)
       if not data.is_control_plane(ctx) then return end

@@ -1,6 +1,6 @@
 -- join phase "control-plane-prepare": Prepare the machine for serving a control plane.
 -- Every child is a no-op for a worker.
-local cp = require "join.controlplane"
+local cp = require "flows.join.control_plane"
 
 local function only_cp(f)
   return function(ctx)

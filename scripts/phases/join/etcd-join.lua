@@ -5,5 +5,5 @@ return {
   desc = "Join etcd for control plane nodes",
   requires = { "pki", "kubelet-started" },
   provides = { "local-etcd" },
-  run = function(ctx) require("join.etcd").join(ctx) end,
+  run = function(ctx) require("etcd.join").join(ctx) end,
 }

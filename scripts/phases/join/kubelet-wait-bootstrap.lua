@@ -2,7 +2,7 @@
 -- For a control plane whose kubelet talks to its local kube-apiserver, that apiserver can only
 -- serve once the local etcd member exists: this phase requires it (KEP-4471), so a flow that
 -- waits first is refused before anything runs.
-local jk = require "join.kubelet"
+local jk = require "kubelet.bootstrap"
 
 return {
   name = "kubelet-wait-bootstrap",
@@ -15,9 +15,10 @@ return {
     return { "kubelet-started" }
   end,
   requires_why = {
-    ["local-etcd"] = "This control plane's kubelet bootstraps against its own kube-apiserver " ..
-      "(ControlPlaneKubeletLocalMode), which cannot serve before its local etcd member has joined: " ..
-      "waiting for the TLS bootstrap first would wait forever (KEP-4471). Run etcd-join before kubelet-wait-bootstrap.",
+    ["local-etcd"] = "This control plane's kubelet bootstraps against its own kube-apiserver, which cannot " ..
+      "serve before its local etcd member has joined: waiting for the TLS bootstrap first would never end " ..
+      "(KEP-4471). Run etcd-join before kubelet-wait-bootstrap (the stock order), or in the old order " ..
+      "(ControlPlaneKubeletLocalMode=false) let the kubelet use the control-plane endpoint (--kubelet-server endpoint).",
   },
   provides = { "kubelet-bootstrapped" },
   run = function(ctx) jk.wait_bootstrap(ctx) end,

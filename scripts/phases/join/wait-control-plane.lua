@@ -1,7 +1,7 @@
 -- join phase "wait-control-plane": Wait for the control plane to start.
 -- A joining control plane waits for its own components (kube-apiserver on its advertise address),
 -- as kubeadm v1.35 does; a worker has none.
-local data = require "join.data"
+local data = require "flows.join.data"
 
 return {
   name = "wait-control-plane",

@@ -1,6 +1,6 @@
--- reset phase "cleanup-node": scripts/reset/cleanup.lua, with the node runtime of this run.
-local cleanup = require "reset.cleanup"
-local data = require "reset.data"
+-- reset phase "cleanup-node": scripts/node/cleanup.lua, with the node runtime of this run.
+local cleanup = require "node.cleanup"
+local data = require "flows.reset.data"
 local runtime = require "runtime"
 
 return {

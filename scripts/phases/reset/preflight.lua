@@ -1,10 +1,10 @@
 -- reset phase "preflight": kubeadm's y/N confirmation unless --force (or ResetConfiguration force:
--- true), refused outright when stdin is not a terminal (scripts/reset/prompt.lua), then the root
+-- true), refused outright when stdin is not a terminal (scripts/flows/reset/prompt.lua), then the root
 -- check (kubeadm's RunRootCheckOnly: IsPrivilegedUser, skipped under a --root other than /).
-local data = require "reset.data"
-local log = require "log"
-local preflight = require "preflight"
-local prompt = require "reset.prompt"
+local data = require "flows.reset.data"
+local log = require "framework.log"
+local preflight = require "node.preflight"
+local prompt = require "flows.reset.prompt"
 
 return {
   name = "preflight",

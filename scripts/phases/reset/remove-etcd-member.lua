@@ -5,12 +5,12 @@
 -- Beyond kubeadm, it never costs etcd its quorum: when the member cannot be removed (through the
 -- cluster, then through the local etcd), the phase fails before anything is stopped or deleted,
 -- naming what is at stake, unless --unsafe-wipe-etcd-data says to delete the data anyway
--- (scripts/reset/etcd.lua holds the logic).
-local data = require "reset.data"
-local clean = require "reset.clean"
-local etcd = require "reset.etcd"
+-- (scripts/etcd/local_member.lua holds the logic).
+local data = require "flows.reset.data"
+local clean = require "node.clean"
+local etcd = require "etcd.local_member"
 local fs = require "moonadm.fs"
-local log = require "log"
+local log = require "framework.log"
 
 local M = {
   name = "remove-etcd-member",

@@ -1,6 +1,6 @@
 -- upgrade apply phase "bootstrap-token": Configures bootstrap token and cluster-info RBAC rules.
 -- The same RBAC init creates (scripts/cluster/tokens.lua), re-applied; no token is created.
-local log = require "log"
+local log = require "framework.log"
 
 local function run(ctx)
   local capi = require "cluster.api"

@@ -4,5 +4,5 @@ return {
   name = "kubeconfig",
   desc = "Upgrade kubeconfig files for this node",
   hidden = true,
-  run = function(ctx) require("upgrade.kubeconfig").run(ctx) end,
+  run = function(ctx) require("upgrade.kubelet_conf").run(ctx) end,
 }

@@ -1,5 +1,5 @@
 -- cluster-info handling: the kubeconfig in the ConfigMap (server, CA data) and the CA pin check.
-local discovery = require "join.discovery"
+local discovery = require "cluster.discovery"
 return function(text)
   local ok, server, ca = pcall(discovery.cluster_of, text, "cluster-info")
   if not ok then

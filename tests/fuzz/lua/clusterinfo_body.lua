@@ -3,7 +3,7 @@
 -- ConfigMap's signed kubeconfig and JWS (discovery.signed_content), the JWS check, the kubeconfig
 -- YAML (discovery.cluster_of) and the CA pin check. Input: one byte for the HTTP status, the body.
 local client = require "kube.client"
-local discovery = require "join.discovery"
+local discovery = require "cluster.discovery"
 local pki = require "moonadm.pki"
 
 local STATUSES = { 200, 200, 200, 403, 404, 500 }

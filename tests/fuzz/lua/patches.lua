@@ -1,7 +1,7 @@
 -- patch files: a patch (strategic merge, merge or JSON) from the input applied to a stock
 -- kube-apiserver static pod.
 local yaml = require "moonadm.yaml"
-local patches = require "patches"
+local patches = require "manifests.patches"
 local target = [[
 apiVersion: v1
 kind: Pod

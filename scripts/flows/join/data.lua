@@ -1,0 +1,80 @@
+-- What a join knows after discovery (kubeadm's joinData): the TLS bootstrap credentials, the
+-- cluster's ClusterConfiguration from kubeadm-config (so the feature gates are the cluster's), its
+-- KubeletConfiguration from kubelet-config, and a view of this node as an InitConfiguration so the
+-- init phases that make certificates, kubeconfigs and manifests serve a control-plane join as well.
+local client_mod = require "kube.client"
+local config = require "config"
+local discovery = require "cluster.discovery"
+local log = require "framework.log"
+local yaml = require "moonadm.yaml"
+
+local M = {}
+
+-- moonadm's own experiments travel in an annotation of kubeadm-config, which kubeadm ignores, so the
+-- cluster stays readable by kubeadm v1.35 (design.md: the old join order is never a kubeadm gate).
+M.EXPERIMENT_ANNOTATION = "moonadm.io/experimental-feature-gates"
+
+function M.bootstrap_client(r)
+  local c, err = client_mod.new { server = r.server, ca_pem = r.ca_pem, token = r.token, cert_pem = r.cert_pem,
+    key_pem = r.key_pem, timeout = 60, request_timeout = 10 }
+  if not c then error("[join] building the TLS bootstrap client: " .. tostring(err), 0) end
+  return c
+end
+
+function M.is_control_plane(ctx) return ctx.cfg ~= nil and ctx.cfg.join ~= nil and ctx.cfg.join.controlPlane ~= nil end
+
+-- Runs discovery and reads the cluster's configuration; sets ctx.cfg.cluster, ctx.cfg.kubelet,
+-- ctx.cfg.init (this node's view) and ctx.gates. Writes nothing.
+function M.prepare(ctx)
+  local join = ctx.cfg.join
+  if ctx.data.discovery then return end
+  local r = discovery.run(ctx)
+  ctx.data.discovery = r
+  local c = M.bootstrap_client(r)
+  ctx.data.bootstrap_client = c
+  log.info("[preflight] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...")
+  local cm, err = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
+  if not cm then error("[join] unable to fetch the kubeadm-config ConfigMap: " .. tostring(err), 0) end
+  local text = cm.data and cm.data.ClusterConfiguration
+  if not text then error("[join] the kubeadm-config ConfigMap has no ClusterConfiguration key", 0) end
+  local cluster, cerr = config.load_cluster(text, "kubeadm-config")
+  if not cluster then error("[join] the cluster's ClusterConfiguration is invalid: " .. tostring(cerr), 0) end
+  ctx.cfg.cluster = cluster
+  local gates = config.feature_gates(cluster)
+  local exp = cm.metadata.annotations and cm.metadata.annotations[M.EXPERIMENT_ANNOTATION]
+  if exp then
+    local extra = config.parse_feature_gates(exp)
+    for k, v in pairs(extra or {}) do gates[k] = v end
+    log.warn("this cluster runs moonadm's experiment %s (annotation %s): this join follows it", exp, M.EXPERIMENT_ANNOTATION)
+  end
+  ctx.gates = gates
+  local kcm, kerr = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubelet-config" }
+  if not kcm and kerr.code ~= 404 then
+    error(("[preflight] reading the kubelet configuration from ConfigMap kube-system/kubelet-config: %s"):format(tostring(kerr)), 0)
+  elseif not kcm then
+    log.warn("[preflight] the cluster has no kube-system/kubelet-config ConfigMap: this node's kubelet gets the defaults")
+  end
+  if kcm and kcm.data and kcm.data.kubelet then
+    local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
+    ctx.cfg.kubelet = docs and docs[1]
+  end
+  -- This node as init's phases see a node: its registration, its API endpoint, its patches.
+  local cp = join.controlPlane or {}
+  ctx.cfg.init = {
+    nodeRegistration = join.nodeRegistration, localAPIEndpoint = cp.localAPIEndpoint or {},
+    patches = join.patches, timeouts = join.timeouts,
+    -- a joining control plane writes only these kubeconfigs (kubelet.conf comes from the TLS bootstrap)
+    skipPhases = { "kubeconfig/super-admin", "kubeconfig/kubelet" },
+  }
+  if ctx.inputs then ctx.inputs.cluster, ctx.inputs.kubelet = cluster, ctx.cfg.kubelet end
+end
+
+-- The admin client of a joining control plane (admin.conf was written by control-plane-prepare).
+function M.admin(ctx)
+  if not ctx.data.client_override then
+    ctx.data.client_override = require("cluster.api").from_kubeconfig(ctx, "/etc/kubernetes/admin.conf")
+  end
+  return ctx.data.client_override
+end
+
+return M

@@ -1,0 +1,128 @@
+-- What an upgrade knows before its phases run (kubeadm's upgrade Data): the cluster's
+-- ClusterConfiguration from kubeadm-config (with the target version for apply), its
+-- KubeletConfiguration and KubeProxyConfiguration, its feature gates, and this node seen as an
+-- InitConfiguration (name from kubelet.conf's client certificate, API endpoint from the local
+-- kube-apiserver manifest) so init's builders (manifests, certificates, kubelet files) serve it.
+local fs = require "moonadm.fs"
+local yaml = require "moonadm.yaml"
+local config = require "config"
+local log = require "framework.log"
+local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
+local up = require "cluster.upload_config"
+local nodeview = require "node.view"
+local version = require "upgrade.version"
+
+local M = {}
+
+M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+M.APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+M.NS = "kube-system"
+
+-- The part of the UpgradeConfiguration this command reads: apply or node.
+function M.part(ctx)
+  local u = ctx.cfg.upgrade or {}
+  return (ctx.command == "upgrade-node" and u.node or u.apply) or {}
+end
+
+function M.is_control_plane(ctx) return ctx:exists(M.APISERVER_MANIFEST) end
+
+-- advertise address and port of the local kube-apiserver manifest (nil when absent), read
+-- through ctx (a dry run sees its own files).
+function M.local_endpoint(ctx)
+  local text = ctx:read(M.APISERVER_MANIFEST)
+  local docs = text and yaml.decode(text, M.APISERVER_MANIFEST)
+  return docs and nodeview.endpoint_of_apiserver(docs[1])
+end
+
+-- The API client: admin.conf when this node has one, else kubelet.conf (a worker's upgrade node).
+-- Under --dry-run the real client still reads (kubeadm's dry-run reads the cluster); every write
+-- goes through cluster.api's apply/ensure and Node patches, which only print under --dry-run.
+function M.client(ctx)
+  if ctx.data.client then return ctx.data.client end
+  if ctx.dry_run and not ctx.data.client_override then
+    ctx.data.client_override = capi.from_kubeconfig(ctx, fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or M.KUBELET_CONF)
+  end
+  if fs.exists(capi.ADMIN_CONF) then return cadmin.client(ctx) end
+  ctx.data.client_override = capi.from_kubeconfig(ctx, M.KUBELET_CONF)
+  return cadmin.client(ctx)
+end
+
+-- A kube-system ConfigMap, or nil when it does not exist (or, when optional, cannot be read: kubeadm
+-- goes on without kube-proxy's config on a 403 too); any other failure raises.
+local function get_cm(c, name, optional)
+  local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = name })
+  if err and optional and err.code == 403 then
+    log.warn("No %s config is loaded. Continuing without it: %s", name, tostring(err))
+    return nil
+  end
+  if err then error(("[upgrade/config] reading ConfigMap %s/%s: %s"):format(M.NS, name, tostring(err)), 0) end
+  return cm
+end
+
+-- The cluster's version: the kube-apiserver's gitVersion (kubeadm's FetchClusterVersion).
+function M.cluster_version(c)
+  local v, err = c:call("GET", "/version")
+  if not v then return nil, err end
+  return v.gitVersion
+end
+
+-- Reads the cluster's configuration and sets ctx.cfg.cluster/kubelet/kubeproxy/init and ctx.gates.
+-- opts.apply: the target version is the argument (or apply.kubernetesVersion).
+function M.prepare(ctx, opts)
+  opts = opts or {}
+  if ctx.data.upgrade_prepared then return end
+  local part = M.part(ctx)
+  local c = M.client(ctx)
+  log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", M.NS)
+  local cm = get_cm(c, "kubeadm-config")
+  if not cm then error("[upgrade/config] unable to fetch the kubeadm-config ConfigMap: it does not exist in kube-system", 0) end
+  local text = cm.data and cm.data.ClusterConfiguration
+  if not text then error("[upgrade/config] the kubeadm-config ConfigMap has no ClusterConfiguration key", 0) end
+  local cluster, cerr = config.load_cluster(text, "kubeadm-config")
+  if not cluster then error("[upgrade/config] the cluster's ClusterConfiguration is invalid: " .. tostring(cerr), 0) end
+  ctx.data.stored_version = cluster.kubernetesVersion
+  if opts.apply then
+    local target = part.kubernetesVersion
+    if not target or target == "" then
+      error("[upgrade/config] missing the version to upgrade to: `moonadm upgrade apply VERSION` " ..
+        "(or UpgradeConfiguration apply.kubernetesVersion)", 0)
+    end
+    local t, perr = version.parse(target)
+    if not t then error("[upgrade/version] " .. perr, 0) end
+    cluster.kubernetesVersion = t.text
+  end
+  ctx.cfg.cluster = cluster
+  ctx.gates = config.feature_gates(cluster)
+  local kcm = get_cm(c, "kubelet-config")
+  if kcm and kcm.data and kcm.data.kubelet then
+    local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
+    ctx.cfg.kubelet = docs and docs[1]
+  end
+  -- kube-proxy's config as the cluster holds it; kubeadm's (signed) is re-signed when re-applied,
+  -- the user's stays unsigned
+  local pcm = get_cm(c, "kube-proxy", true)
+  if pcm and pcm.data and pcm.data["config.conf"] then
+    local docs = yaml.decode(pcm.data["config.conf"], "kube-proxy")
+    ctx.cfg.kubeproxy = docs and docs[1]
+    ctx.data.kubeproxy_user_supplied = not up.signed(pcm)
+  end
+  ctx.data.proxy_configmap = pcm ~= nil
+  ctx.data.coredns_configmap = get_cm(c, "coredns") ~= nil
+
+  -- this node as init's builders see a node
+  -- the CN of kubelet.conf's client certificate (system:node:NAME), as kubeadm's GetNodeRegistration
+  local name = nodeview.name_from_kubelet_conf(ctx:read(M.KUBELET_CONF), function(p) return ctx:read(p) end)
+    or config.node_name_default()
+  local nodereg = { name = name }
+  local inst = ctx:read(require("kubelet.config").INSTANCE_PATH)
+  local sock = inst and inst:match('containerRuntimeEndpoint:%s*"?([^"\n]+)"?')
+  if sock then nodereg.criSocket = sock end
+  local u = ctx.cfg.upgrade or {}
+  ctx.cfg.init = { nodeRegistration = nodereg, localAPIEndpoint = M.local_endpoint(ctx) or {},
+    patches = part.patches, timeouts = u.timeouts }
+  if ctx.inputs then ctx.inputs.cluster, ctx.inputs.kubelet = cluster, ctx.cfg.kubelet end
+  ctx.data.upgrade_prepared = true
+end
+
+return M

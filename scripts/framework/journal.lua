@@ -1,0 +1,70 @@
+-- The journal: what each phase of a flow finished, with the digest of its inputs and the files it
+-- wrote (path -> sha256). `--resume` skips phases recorded with the same inputs, and preflight
+-- accepts a file whose content the journal records as this engine's own. It lives under the
+-- root, so each node (and each lab node) has its own, and is written atomically after each phase.
+local cjson = require "cjson"
+local core = require "moonadm.core"
+local fs = require "moonadm.fs"
+local util = require "framework.util"
+
+local M = {}
+M.__index = M
+
+M.DIR = "/var/lib/moonadm/journal"
+
+function M.open(command)
+  local self = setmetatable({ path = M.DIR .. "/" .. command .. ".json", command = command }, M)
+  local text = fs.read(self.path)
+  local ok, data = pcall(cjson.decode, text or "")
+  self.data = (text and ok and type(data) == "table") and data or { version = 1, command = command, phases = {} }
+  self.data.phases = self.data.phases or {}
+  return self
+end
+
+-- Inputs of a phase: its path, the effective configuration and the flags that change output.
+function M:digest(path, ctx)
+  return core.sha256(util.canon { phase = path, inputs = ctx.inputs })
+end
+
+function M:done(path, digest)
+  local e = self.data.phases[path]
+  return e ~= nil and e.digest == digest
+end
+
+function M:save()
+  local ok, err = fs.mkdir(M.DIR, "0700")
+  if not ok then return nil, err end
+  return fs.write(self.path, cjson.encode(self.data), "0600")
+end
+
+function M:record(path, digest, artifacts)
+  self.data.phases[path] = { digest = digest, done = os.time(), artifacts = artifacts }
+  return self:save()
+end
+
+-- Every file is recorded the moment it is written, before its phase ends: after a crash mid-phase
+-- the file is still known as ours (its phase is not: it runs again under --resume).
+function M:artifact(file, sum)
+  self.data.written = self.data.written or {}
+  self.data.written[file] = sum
+  return self:save()
+end
+
+-- Does the journal record this file, with exactly this content, as written by one of our phases?
+function M:owns(file, content)
+  local sum = content and core.sha256(content)
+  local w = self.data.written and self.data.written[file]
+  if w and (sum == nil or w == sum) then return true end
+  for _, e in pairs(self.data.phases) do
+    local a = e.artifacts and e.artifacts[file]
+    if a and (sum == nil or a == sum) then return true end
+  end
+  return false
+end
+
+function M:reset()
+  self.data.phases, self.data.written = {}, {}
+  return fs.remove(self.path)
+end
+
+return M

@@ -1,0 +1,267 @@
+-- The phase runner: kubeadm's workflow semantics (generated `/` paths, pre-order execution,
+-- --skip-phases skipping whole subtrees, `phase X` filters, run_if, "error execution phase X"),
+-- plus what kubeadm lacks: feature gates as data (`when`), a static requires/provides check of the
+-- whole flow before anything runs, and a journal that lets --resume skip finished phases.
+local errors = require "framework.errors"
+local log = require "framework.log"
+local core = require "moonadm.core"
+
+local M = {}
+
+local function list_of(v, ctx)
+  if type(v) == "function" then v = v(ctx) end
+  return v or {}
+end
+
+local function clean_name(name)
+  return (name:lower():gsub(" .*$", ""))
+end
+
+-- Flattens a flow into nodes in execution order (depth-first pre-order). Each node:
+-- {phase, path, depth, parent, status = "run"|"skipped"|"gated", gate}.
+function M.resolve(flow, ctx)
+  local nodes, by_path = {}, {}
+  local function visit(list, parent, depth)
+    for _, p in ipairs(list) do
+      local name = clean_name(p.name)
+      local path = parent and (parent.path .. "/" .. name) or name
+      if by_path[path] then error(("flow %s: phase %s declared twice"):format(flow.name, path), 0) end
+      local node = { phase = p, name = name, path = path, depth = depth, parent = parent, status = "run" }
+      if parent and parent.status == "gated" then
+        node.status, node.gate = "gated", parent.gate
+      elseif p.when then
+        local want = p.when.value
+        if want == nil then want = true end
+        if (ctx.gates[p.when.gate] or false) ~= want then
+          node.status, node.gate = "gated", ("%s=%s"):format(p.when.gate, tostring(want))
+        end
+      end
+      nodes[#nodes + 1], by_path[path] = node, node
+      if p.children then visit(p.children, node, depth + 1) end
+    end
+  end
+  visit(flow.phases, nil, 0)
+  return nodes, by_path
+end
+
+local function descends(node, ancestor)
+  while node do
+    if node == ancestor then return true end
+    node = node.parent
+  end
+  return false
+end
+
+-- Applies a `phase X` filter and the skip list. Unknown names are errors, as in kubeadm.
+function M.select(nodes, by_path, opts)
+  if opts.filter then
+    local target = by_path[opts.filter]
+    if not target then return nil, "invalid phase name: " .. opts.filter end
+    for _, n in ipairs(nodes) do
+      if not descends(n, target) and n.status == "run" then n.status = "filtered" end
+    end
+  end
+  for _, name in ipairs(opts.skip or {}) do
+    local target = by_path[name]
+    if not target then return nil, "invalid phase name: " .. name end
+    for _, n in ipairs(nodes) do
+      if descends(n, target) and n.status == "run" then n.status = "skipped" end
+    end
+  end
+  return nodes
+end
+
+-- Checks that every phase that will run gets each capability it requires from a phase before it.
+-- A capability of a phase the user skipped is assumed present (the user took it on), as kubeadm
+-- assumes when you skip `certs` and bring your own. Returns true | nil, message naming both phases.
+function M.check(nodes, ctx)
+  local have, assumed = {}, {}
+  for _, n in ipairs(nodes) do
+    if n.status == "skipped" then
+      for _, cap in ipairs(list_of(n.phase.provides, ctx)) do assumed[cap] = n.path end
+    end
+  end
+  for i, n in ipairs(nodes) do
+    if n.status == "run" then
+      for _, cap in ipairs(list_of(n.phase.requires, ctx)) do
+        if not have[cap] and not assumed[cap] then
+          local later
+          for j = i + 1, #nodes do
+            if nodes[j].status == "run" then
+              for _, c in ipairs(list_of(nodes[j].phase.provides, ctx)) do
+                if c == cap then later = later or nodes[j].path end
+              end
+            end
+          end
+          local why = n.phase.requires_why and n.phase.requires_why[cap]
+          local msg
+          if later then
+            msg = ("phase %q requires %q, which phase %q provides only later: move %q before %q")
+              :format(n.path, cap, later, later, n.path)
+          else
+            msg = ("phase %q requires %q, which no earlier phase of this flow provides"):format(n.path, cap)
+          end
+          return nil, msg .. (why and ("\n" .. why) or "")
+        end
+      end
+      for _, cap in ipairs(list_of(n.phase.provides, ctx)) do have[cap] = have[cap] or n.path end
+    end
+  end
+  return true
+end
+
+local function fmt_duration(s)
+  if s < 1 then return ("%dms"):format(math.floor(s * 1000 + 0.5)) end
+  return ("%.2fs"):format(s)
+end
+
+-- API failures a phase got back and never read (kube.client tracks them, when it is loaded at
+-- all): each is logged as an error at the end of the phase; MOONADM_STRICT_RESULTS=1 (set by the
+-- test suites) makes them fail a phase that otherwise succeeded. Returns that failure's message.
+M.strict_results = os.getenv("MOONADM_STRICT_RESULTS") == "1"
+local function unchecked_failures(path)
+  local client = package.loaded["kube.client"]
+  if not client then return nil end
+  local list, dropped = client.unchecked()
+  if #list == 0 and dropped == 0 then return nil end
+  for _, u in ipairs(list) do
+    log.error(("[%s] an API call failed and nothing checked its result (%s): %s"):format(path, u.site, u.message))
+  end
+  if dropped > 0 then log.error(("[%s] %d more unchecked API failures were not kept"):format(path, dropped)) end
+  if not M.strict_results then return nil end
+  local first = list[1] or { site = "?", message = "not kept" }
+  return ("%d API failure%s never checked (first at %s: %s)"):format(#list + dropped,
+    #list + dropped == 1 and " was" or "s were", first.site, first.message)
+end
+M.unchecked_failures = unchecked_failures
+
+-- Runs the selected nodes. opts: {journal = journal or nil, resume = bool}.
+-- Returns true | nil, err (err is an errors object or string, already wrapped with the phase name).
+function M.execute(nodes, ctx, opts)
+  opts = opts or {}
+  local journal = opts.journal
+  -- A phase's prepare(ctx, selected) gets the names of its children that will run (the runner's
+  -- selection: filter, skips, gates), so no phase reads --skip-phases; its error is raised by the
+  -- first of them that runs ("error execution phase certs/ca: ..."), or by the phase itself.
+  local deferred -- {node=, err=}
+  local function selected_children(node)
+    local sel = {}
+    for _, m in ipairs(nodes) do
+      if m.parent == node and m.status == "run" then sel[m.name] = true end
+    end
+    return sel
+  end
+  for _, n in ipairs(nodes) do
+    if n.status == "run" then
+      local p = n.phase
+      local digest = journal and journal:digest(n.path, ctx)
+      -- Checks (preflight) always run again: they are what decides whether resuming is safe.
+      if opts.resume and journal and not p.always_run and journal:done(n.path, digest) then
+        local e = journal.data.phases[n.path]
+        log.info("[resume] Skipping phase %q: the journal records it done%s with the same inputs", n.path,
+          e and e.done and (" at " .. os.date("!%Y-%m-%dT%H:%M:%SZ", e.done)) or "")
+        log.event { type = "phase-skip", phase = n.path, reason = "resume" }
+        n.result = "resumed"
+      else
+        if opts.resume and journal and (p.run or p.run_if or p.prepare) then
+          local e = journal.data.phases[n.path]
+          local why = p.always_run and "it is a check, which always runs again"
+            or (e and "its inputs changed since the journal recorded it")
+            or "the journal does not record it as done"
+          log.info("[resume] Running phase %q: %s", n.path, why)
+        end
+        local ok, go = true, true
+        if p.run_if then
+          ok, go = pcall(p.run_if, ctx)
+          if not ok then
+            return nil, ("error execution run condition for phase %s: %s"):format(n.path, errors.message(go))
+          end
+        end
+        if go and p.prepare then
+          local pok, perr = pcall(p.prepare, ctx, selected_children(n))
+          if not pok then
+            if not p.children then return nil, ("error execution phase %s: %s"):format(n.path, errors.message(perr)) end
+            deferred = { node = n, err = perr }
+          end
+        end
+        if go and p.run then
+          local t0 = core.monotonic()
+          log.event { type = "phase-start", phase = n.path }
+          if log.tty and log.verbosity == 0 then log.err:write(("\27[2m▸ %s\27[0m\n"):format(n.path)) end
+          ctx.artifacts = {}
+          ctx.phase_path = n.path
+          local ran, err
+          if deferred and descends(n, deferred.node) then
+            ran, err, deferred = false, deferred.err, nil
+          else
+            ran, err = xpcall(p.run, function(e)
+              if errors.is(e) or log.verbosity < 5 then return e end
+              return debug.traceback(tostring(e), 2)
+            end, ctx)
+          end
+          local dt = core.monotonic() - t0
+          local failed_with = not ran and errors.message(err) -- read first: a raised API error is checked
+          local unchecked = unchecked_failures(n.path)
+          if ran and unchecked then ran, err, failed_with = false, unchecked, unchecked end
+          if not ran then
+            log.event { type = "phase-end", phase = n.path, status = "failed", duration = dt }
+            local msg = ("error execution phase %s: %s"):format(n.path, failed_with)
+            return nil, errors.is(err) and errors.new(err.code, msg) or msg
+          end
+          log.event { type = "phase-end", phase = n.path, status = "done", duration = dt }
+          log.v(1, "[%s] done in %s", n.path, fmt_duration(dt))
+          n.result = "done"
+          if journal then
+            local jok, jerr = journal:record(n.path, digest, ctx.artifacts)
+            if not jok then return nil, ("error execution phase %s: journal: %s"):format(n.path, jerr) end
+          end
+        elseif not go then
+          log.v(1, "[%s] run condition false: skipped", n.path)
+          n.result = "condition"
+        end
+      end
+    end
+  end
+  return true
+end
+
+-- Resolve, select, check and execute: the whole of `moonadm init` (or any flow).
+function M.run(flow, ctx, opts)
+  local nodes, by_path = M.resolve(flow, ctx)
+  local ok, err = M.select(nodes, by_path, opts)
+  if not ok then return nil, err end
+  if not opts.filter then
+    ok, err = M.check(nodes, ctx)
+    if not ok then
+      if not opts.force_order then
+        return nil, ("flow %q refused before any phase ran: %s\n(--force-order runs it anyway, for experiments)")
+          :format(flow.name, err)
+      end
+      local bar = ("!"):rep(78)
+      log.warn("%s", bar)
+      log.warn("--force-order: running flow %q although its static check refuses it:", flow.name)
+      for line in (err .. "\n"):gmatch("(.-)\n") do log.warn("  %s", line) end
+      log.warn("this run is an experiment: it may hang, fail midway or leave a broken node")
+      log.warn("%s", bar)
+      log.event { type = "force-order", flow = flow.name, refusal = err }
+    end
+  end
+  return M.execute(nodes, ctx, opts)
+end
+
+-- The tree as kubeadm's help shows it, or as data for `moonadm phases -o json`.
+function M.describe(nodes, include_hidden)
+  local rows = {}
+  for _, n in ipairs(nodes) do
+    if include_hidden or not n.phase.hidden then
+      rows[#rows + 1] = {
+        name = n.name, path = n.path, depth = n.depth, status = n.status == "filtered" and "skipped" or n.status,
+        gate = n.gate, desc = n.phase.desc, hidden = n.phase.hidden or nil,
+        experimental = n.phase.experimental or nil,
+      }
+    end
+  end
+  return rows
+end
+
+return M

@@ -1,0 +1,283 @@
+-- Preflight checks with kubeadm's names. Each check returns nothing when fine, or a list of
+-- {level = "error"|"warning", msg}. Errors named in --ignore-preflight-errors (or "all") become
+-- warnings, as in kubeadm; the check's name is printed so the user knows what to pass. A file
+-- that the journal records as this engine's own (with the same content) passes under --resume.
+local fs = require "moonadm.fs"
+local core = require "moonadm.core"
+local log = require "framework.log"
+
+local M = {}
+
+-- kubeadm names a path check after the path: /etc/kubernetes/manifests/x.yaml ->
+-- FileAvailable--etc-kubernetes-manifests-x.yaml
+local function path_name(prefix, path)
+  return prefix .. path:gsub("/", "-")
+end
+
+-- Under --resume, is `owner` (a file whose presence explains the finding: the manifest of the
+-- component holding a port, the bootstrap kubeconfig that made the kubelet write kubelet.conf) one
+-- of this engine's own artifacts?
+local function vouched(ctx, owner)
+  return owner and ctx.flags.resume and ctx.journal and ctx.journal:owns(owner)
+end
+
+function M.file_available(path, owner)
+  return {
+    name = path_name("FileAvailable-", path),
+    run = function(ctx)
+      if not fs.exists(path) then return end
+      if ctx.flags.resume and ctx.journal and ctx.journal:owns(path, fs.read(path)) then
+        log.v(1, "[preflight] %s was written by an earlier run of this flow (journal): accepted under --resume", path)
+        return
+      end
+      if vouched(ctx, owner) then
+        log.v(1, "[preflight] %s comes from %s, written by an earlier run of this flow: accepted under --resume", path, owner)
+        return
+      end
+      return { { level = "error", msg = ("%s already exists"):format(path) } }
+    end,
+  }
+end
+
+function M.dir_available(path, owner)
+  return {
+    name = path_name("DirAvailable-", path),
+    run = function(ctx)
+      local entries = fs.list(path)
+      if not entries or #entries == 0 then return end
+      if vouched(ctx, owner) then return end
+      if ctx.flags.resume and ctx.journal then
+        local all_ours = true
+        for _, e in ipairs(entries) do
+          local p = path .. "/" .. e
+          local st = fs.stat(p)
+          if not (st and st.type == "file" and ctx.journal:owns(p, fs.read(p))) then all_ours = false end
+        end
+        if all_ours or ctx.journal:owns(path) then return end
+      end
+      return { { level = "error", msg = ("%s is not empty"):format(path) } }
+    end,
+  }
+end
+
+M.is_privileged_user = {
+  name = "IsPrivilegedUser",
+  run = function(ctx)
+    -- Under --root the node is a directory the user owns; only a real node needs root.
+    if ctx.root ~= "/" then return end
+    if core.getuid() ~= 0 then return { { level = "error", msg = "user is not running as root" } } end
+  end,
+}
+
+-- Node checks ------------------------------------------------------------------------------
+-- Under a --root other than "/", the node is a directory on a machine that may run several (the lab)
+-- or a developer's desktop: checks of the machine itself (binaries, swap, CPUs, memory) report
+-- warnings instead of errors. Ports are checked in this process's network namespace, which is the
+-- node's own in the lab, so they stay errors. See docs/manifests.md.
+local function rooted(ctx) return ctx.root and ctx.root ~= "/" end
+
+local function soften(ctx, level)
+  if level == "error" and rooted(ctx) then return "warning" end
+  return level
+end
+
+local function sh_read(cmd)
+  local p = io.popen(cmd .. " 2>/dev/null")
+  if not p then return nil end
+  local out = p:read("a")
+  local ok = p:close()
+  return out, ok
+end
+
+-- Port-N: the port can be bound on the advertise address and on the wildcard address of its family
+-- (kubeadm binds ":N", so a listener on any address counts).
+function M.port_open(port, ip, owner)
+  return {
+    name = ("Port-%d"):format(port),
+    run = function(ctx)
+      if ctx and vouched(ctx, owner) and fs.exists(owner) then return end
+      local net = require "moonadm.net"
+      local wild = ip and ip:find(":", 1, true) and "::" or "0.0.0.0"
+      for _, addr in ipairs { ip or wild, wild } do
+        local free, err = net.port_free(addr, port)
+        if free == false then return { { level = "error", msg = ("Port %d is in use"):format(port) } } end
+        if free == nil and addr == wild then
+          return { { level = "warning", msg = ("could not check port %d: %s"):format(port, err) } }
+        end
+      end
+    end,
+  }
+end
+
+-- FileExisting-<exe>: an executable in PATH (mandatory ones are errors, others warnings).
+function M.in_path(exe, mandatory)
+  return {
+    name = "FileExisting-" .. exe,
+    run = function(ctx)
+      local out = sh_read("command -v " .. exe)
+      if out and out:match("%S") then return end
+      return { { level = mandatory and soften(ctx, "error") or "warning", msg = ("%s not found in system path"):format(exe) } }
+    end,
+  }
+end
+
+M.swap = {
+  name = "Swap",
+  run = function()
+    local f = io.open("/proc/swaps")
+    if not f then return end
+    local n = 0
+    for _ in f:lines() do n = n + 1 end
+    f:close()
+    if n > 1 then
+      return { { level = "warning", msg = "swap is supported for cgroup v2 only. The kubelet must be properly configured to use swap. Please refer to https://kubernetes.io/docs/concepts/architecture/nodes/#swap-memory, or disable swap on the node" } }
+    end
+  end,
+}
+
+M.MIN_CPUS, M.MIN_MEM_MB = 2, 1700
+
+M.num_cpu = {
+  name = "NumCPU",
+  run = function(ctx)
+    local out = sh_read("nproc")
+    local n = tonumber(out and out:match("%d+"))
+    if n and n < M.MIN_CPUS then
+      return { { level = soften(ctx, "error"), msg = ("the number of available CPUs %d is less than the required %d"):format(n, M.MIN_CPUS) } }
+    end
+  end,
+}
+
+M.mem = {
+  name = "Mem",
+  run = function(ctx)
+    local f = io.open("/proc/meminfo")
+    if not f then return end
+    local kb
+    for line in f:lines() do kb = kb or tonumber(line:match("^MemTotal:%s*(%d+)")) end
+    f:close()
+    local mb = kb and kb // 1024
+    if mb and mb < M.MIN_MEM_MB then
+      return { { level = soften(ctx, "error"), msg = ("the system RAM (%d MB) is less than the minimum %d MB"):format(mb, M.MIN_MEM_MB) } }
+    end
+  end,
+}
+
+-- Hostname: the node name is a valid DNS subdomain (error) and resolves (warning).
+function M.hostname(node_name)
+  return {
+    name = "Hostname",
+    run = function()
+      if not require("config.net").is_dns_subdomain(node_name) then
+        return { { level = "error", msg = ("invalid node name format %q"):format(node_name) } }
+      end
+      -- ahosts (getaddrinfo, any family) answers from /etc/hosts at once; `getent hosts` asks for IPv6
+      -- first and waits on DNS when the name has only an IPv4 entry.
+      local out = sh_read("getent ahosts " .. ("'" .. node_name:gsub("'", "") .. "'"))
+      if not (out and out:match("%S")) then
+        return { { level = "warning", msg = ("hostname %q could not be reached"):format(node_name) },
+          { level = "warning", msg = ("hostname %q: lookup %s: no such host"):format(node_name, node_name) } }
+      end
+    end,
+  }
+end
+
+local function parse_version(v)
+  local ma, mi, pa = tostring(v):match("v?(%d+)%.(%d+)%.?(%d*)")
+  if not ma then return nil end
+  return { tonumber(ma), tonumber(mi), tonumber(pa) or 0 }
+end
+M.parse_version = parse_version
+
+-- KubeletVersion: the kubelet in PATH is neither newer than the control plane nor older than the
+-- oldest kubelet kubeadm supports (control plane minor - 3). version_of lets tests inject a version.
+function M.kubelet_version(cp_version, version_of)
+  return {
+    name = "KubeletVersion",
+    run = function(ctx)
+      local text
+      if version_of then text = version_of() else
+        local out = sh_read("kubelet --version")
+        text = out and out:match("v%d+%.%d+%.%d+%S*")
+      end
+      if not text then
+        return { { level = soften(ctx, "error"), msg = "couldn't get kubelet version: cannot execute 'kubelet --version': executable file not found in $PATH" } }
+      end
+      local kv, cv = parse_version(text), parse_version(cp_version)
+      if not kv or not cv then return { { level = "error", msg = ("couldn't parse kubelet version %q"):format(text) } } end
+      local min = { cv[1], cv[2] - 3, 0 }
+      if kv[1] < min[1] or (kv[1] == min[1] and kv[2] < min[2]) then
+        return { { level = "error", msg = ("Kubelet version %q is lower than kubeadm can support. Please upgrade kubelet"):format(text) } }
+      end
+      if kv[1] > cv[1] or (kv[1] == cv[1] and kv[2] > cv[2]) then
+        return { { level = "error", msg = ("the kubelet version is higher than the control plane version. This is not a supported version skew and may lead to a malfunctional cluster. Kubelet version: %q Control plane version: %q"):format(text, cp_version) } }
+      end
+    end,
+  }
+end
+
+-- The executables a node runtime needs: kubeadm v1.35's addExecChecks (settled by the reference
+-- kubeadm in the differential spec: losetup, mount, cp), plus crictl for the CRI.
+M.RUNTIME_BINARIES = {
+  systemd = { { "crictl", true }, { "losetup", true }, { "mount", true }, { "cp", true } },
+  none = {},
+  lab = {},
+}
+
+-- Checks every node runs: kubelet port, binaries, swap, hostname, kubelet skew (systemd runtime).
+function M.node_checks(ctx, node_name, cp_version)
+  local rt = ctx.flags and ctx.flags["node-runtime"] or "systemd"
+  local checks = {}
+  for _, b in ipairs(M.RUNTIME_BINARIES[rt] or {}) do checks[#checks + 1] = M.in_path(b[1], b[2]) end
+  checks[#checks + 1] = M.hostname(node_name)
+  if rt == "systemd" then checks[#checks + 1] = M.kubelet_version(cp_version) end
+  checks[#checks + 1] = M.port_open(10250)
+  checks[#checks + 1] = M.swap
+  return checks
+end
+
+-- Checks of a control-plane node: CPUs, memory, its ports, manifests absent, etcd data dir empty.
+function M.control_plane_checks(ctx, ip, bind_port)
+  local function manifest(c) return ("/etc/kubernetes/manifests/%s.yaml"):format(c) end
+  local checks = { M.num_cpu, M.mem, M.port_open(bind_port, ip, manifest("kube-apiserver")),
+    M.port_open(10259, ip, manifest("kube-scheduler")), M.port_open(10257, ip, manifest("kube-controller-manager")) }
+  for _, c in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" } do
+    checks[#checks + 1] = M.file_available(("/etc/kubernetes/manifests/%s.yaml"):format(c))
+  end
+  local etcd = ctx.cfg.cluster and ctx.cfg.cluster.etcd
+  if not (etcd and etcd["external"]) then
+    checks[#checks + 1] = M.port_open(2379, ip, manifest("etcd"))
+    checks[#checks + 1] = M.port_open(2380, ip, manifest("etcd"))
+    checks[#checks + 1] = M.dir_available((etcd and etcd["local"] and etcd["local"].dataDir) or "/var/lib/etcd", manifest("etcd"))
+  end
+  return checks
+end
+
+-- Runs the checks; raises one error listing every failing check, kubeadm-style.
+function M.run(ctx, checks)
+  local ignore = {}
+  local doc = ctx.cfg and (ctx.cfg.init or ctx.cfg.join) or {}
+  local from_cfg = ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.ignorePreflightErrors
+    or (doc.nodeRegistration or {}).ignorePreflightErrors
+  for _, n in ipairs(from_cfg or ctx.flags["ignore-preflight-errors"] or {}) do
+    ignore[n:lower()] = true
+  end
+  local errs = {}
+  for _, c in ipairs(checks) do
+    for _, r in ipairs(c.run(ctx) or {}) do
+      if r.level == "error" and not (ignore.all or ignore[c.name:lower()]) then
+        errs[#errs + 1] = ("\t[ERROR %s]: %s"):format(c.name, r.msg)
+      else
+        log.line("warning", ("\t[WARNING %s]: %s"):format(c.name, r.msg)) -- kubeadm's own format
+      end
+    end
+  end
+  if #errs > 0 then
+    local hint = ctx.journal and next(ctx.journal.data.phases) and
+      "\nThis node has a moonadm journal from an earlier run: to continue it, run the same command with --resume." or ""
+    error(("[preflight] Some fatal errors occurred:\n%s\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`%s")
+      :format(table.concat(errs, "\n"), hint), 0)
+  end
+end
+
+return M

@@ -1,0 +1,260 @@
+-- The control-plane phase of `upgrade apply|node` (kubeadm's StaticPodControlPlane): local etcd
+-- first (its data dir backed up), then kube-apiserver, kube-controller-manager, kube-scheduler.
+-- For each component whose manifest changes: renew its certificates, keep the old manifest in
+-- /etc/kubernetes/tmp/kubeadm-backup-manifests-<timestamp>/, replace the manifest atomically, wait
+-- until its mirror pod shows the new kubernetes.io/config.hash and the component is healthy. On a
+-- failure every manifest replaced so far is restored from the backup, the old components are
+-- waited for, and the run fails with the reason. --dry-run prints each manifest's diff.
+local core = require "moonadm.core"
+local fs = require "moonadm.fs"
+local api = require "moonadm.api"
+local log = require "framework.log"
+local manifests = require "manifests"
+local capi = require "cluster.api"
+local wait = require "cluster.wait"
+local data = require "flows.upgrade.data"
+local certs = require "upgrade.certs"
+local difflib = require "upgrade.difflib"
+
+local M = {}
+
+local function errors_msg(e) return require("framework.errors").message(e) end
+local nodeview = require "node.view"
+
+M.TMP = "/etc/kubernetes/tmp"
+M.COMPONENTS = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" }
+M.HASH = "kubernetes.io/config.hash"
+M.INTERVAL = 0.25
+
+function M.timestamp() return os.date("%Y-%m-%d-%H-%M-%S") end
+
+-- What the lab's kubelet stand-in puts in kubernetes.io/config.hash: the manifest's content hash.
+function M.content_hash(text) return core.sha256(text):sub(1, 32) end
+
+-- Copies a directory tree (etcd's data dir) under the root; returns the number of files copied.
+function M.copy_tree(src, dst)
+  local ok, err = fs.mkdir(dst, "0700")
+  if not ok then return nil, err end
+  local list, lerr = fs.list(src)
+  if not list then return nil, lerr end
+  local n = 0
+  for _, name in ipairs(list) do
+    local s, d = src .. "/" .. name, dst .. "/" .. name
+    local st, serr = fs.stat(s)
+    if not st then return nil, serr end
+    if st.type == "directory" then
+      local k, cerr = M.copy_tree(s, d)
+      if not k then return nil, cerr end
+      n = n + k
+    elseif st.type == "file" then
+      ok, err = fs.copy(s, d)
+      if not ok then return nil, err end
+      n = n + 1
+    end
+  end
+  return n
+end
+
+local function mirror(c, component, node)
+  return c:get({ apiVersion = "v1", kind = "Pod", namespace = "kube-system", name = component .. "-" .. node },
+    { timeout = 3 })
+end
+
+local function hash_of(pod) return pod and ((pod.metadata or {}).annotations or {})[M.HASH] end
+
+-- A client with short per-request timeouts: the apiserver may be restarting under it.
+local function poll_client(ctx)
+  if ctx.data.upgrade_poll_client then return ctx.data.upgrade_poll_client end
+  local path = fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or data.KUBELET_CONF
+  local c = capi.from_kubeconfig(ctx, path, { timeout = 3, request_timeout = 3, connect_timeout = 1 })
+  ctx.data.upgrade_poll_client = c
+  return c
+end
+
+-- Waits until the component's mirror pod shows the new hash: the lab's content hash, or (a real
+-- kubelet's own hash) any hash other than the one before the change.
+function M.wait_hash(ctx, component, node, text, before, timeout)
+  local want = M.content_hash(text)
+  local c = poll_client(ctx)
+  log.info("[upgrade/staticpods] Waiting for the kubelet to restart the component")
+  log.info("[upgrade/staticpods] This can take up to %s", capi.go_duration(timeout))
+  local t0 = core.monotonic()
+  local h = capi.poll(("the mirror pod of %s to show the new %s"):format(component, M.HASH), timeout, M.INTERVAL,
+    function()
+      local pod, err = mirror(c, component, node)
+      local h = hash_of(pod)
+      if h and (h == want or (before and h ~= before)) then return h end
+      return nil, pod and ("hash is still " .. tostring(h)) or tostring(err)
+    end)
+  log.info("[upgrade/staticpods] The kubelet restarted %s after %s", component, capi.go_duration(core.monotonic() - t0))
+  return h
+end
+
+-- The component's health endpoint (apiserver /livez, controller-manager /healthz, scheduler
+-- /livez, etcd: the cluster's health through the healthcheck client) until healthy or timeout.
+function M.wait_healthy(ctx, component, timeout)
+  log.info("[upgrade/staticpods] Waiting for %s to be healthy. This can take up to %s", component, capi.go_duration(timeout))
+  local t0 = core.monotonic()
+  local function healthy()
+    log.info("[upgrade/staticpods] %s is healthy after %s", component, capi.go_duration(core.monotonic() - t0))
+    return true
+  end
+  if component == "etcd" then
+    local members = require "etcd.members"
+    local cdir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki"
+    local pod = require "manifests.pod"
+    local adv = nodeview.advertise_address(ctx)
+    local ep = "https://" .. pod.join_host_port(adv, 2379)
+    capi.poll("etcd to be healthy", timeout, M.INTERVAL, function()
+      local m, err = members.new { endpoints = { ep }, cert_dir = fs.path(cdir), dial_timeout = 1, request_timeout = 2 }
+      if not m then return nil, err end
+      local ok, herr = m:check_health()
+      m:close()
+      return ok, herr
+    end)
+    return healthy()
+  end
+  local comps = wait.components(function(f) return ctx:read(manifests.DIR .. "/" .. f) end)
+  for _, comp in ipairs(comps) do
+    if comp.name == component then
+      local h = assert(api.new { server = comp.server, insecure = true, connect_timeout = 1, timeout = 2,
+        user_agent = "moonadm/upgrade" })
+      local ok, err = pcall(capi.poll, ("%s to be healthy at %s"):format(component, comp.url), timeout, M.INTERVAL,
+        function()
+          local resp, rerr = h:request { method = "GET", path = comp.path, timeout = 2 }
+          if resp and resp.status == 200 then return true end
+          return nil, resp and ("HTTP " .. resp.status) or rerr
+        end)
+      h:close()
+      if not ok then error(err, 0) end
+      return healthy()
+    end
+  end
+end
+
+-- Waits for a component after its manifest changed: the new mirror pod hash, then health.
+function M.wait_component(ctx, component, node, text, before)
+  M.wait_hash(ctx, component, node, text, before, capi.timeout(ctx, "upgradeManifests"))
+  M.wait_healthy(ctx, component, capi.timeout(ctx, "controlPlaneComponentHealthCheck"))
+  log.info("[upgrade/staticpods] Component %q upgraded successfully!", component)
+end
+
+-- Restores every replaced manifest from the backup (and etcd's data when etcd itself failed).
+function M.rollback(ctx, st, reason)
+  log.warn("[upgrade/staticpods] %s; rolling back the static Pod manifests from %s", reason, st.backup_dir)
+  local errs = {}
+  for i = #st.replaced, 1, -1 do
+    local r = st.replaced[i]
+    local ok, err = fs.write(manifests.path(r.component), r.old, "0600")
+    if not ok then errs[#errs + 1] = ("restoring %s: %s"):format(r.component, err)
+    else log.info("[upgrade/rollback] Restored %s from %s", manifests.path(r.component), r.backup) end
+  end
+  if st.etcd_failed and st.etcd_backup and (st.etcd_backup_files or 0) > 0 then
+    -- kubeadm's rollbackEtcdData; the failed data dir is kept next to the backup first
+    local ddir = require("manifests.etcd").data_dir(ctx.cfg.cluster)
+    local failed = st.etcd_backup .. "-failed"
+    log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s (the data it had is kept in %s)", ddir,
+      st.etcd_backup, failed)
+    local ok, err = M.copy_tree(ddir, failed)
+    if ok then ok, err = fs.remove_tree(ddir) end
+    if ok then ok, err = M.copy_tree(st.etcd_backup, ddir) end
+    if not ok then errs[#errs + 1] = ("restoring the etcd data: %s"):format(err) end
+  end
+  -- wait for the old components, so the error is raised with the control plane back up
+  for i = #st.replaced, 1, -1 do
+    local r = st.replaced[i]
+    local ok, err = pcall(M.wait_component, ctx, r.component, st.node, r.old, r.new_hash_seen)
+    if not ok then errs[#errs + 1] = ("%s after the rollback: %s"):format(r.component, errors_msg(err)) end
+  end
+  return errs
+end
+
+-- Upgrades one component; returns whether it changed. Raises after a rollback on failure.
+local function upgrade_component(ctx, st, component)
+  local path = manifests.path(component)
+  local old = ctx:read(path)
+  local p = manifests.generate(ctx, component)
+  local new = manifests.encode(p)
+  if old == new then
+    log.info("[upgrade/staticpods] Current and new manifests of %s are equal, skipping upgrade", component)
+    return false
+  end
+  if ctx.dry_run then
+    log.info("[upgrade/staticpods] Would update the static Pod manifest of %s:", component)
+    log.result(difflib.unified(old, new, path, path .. " (new)"))
+    if st.renew then certs.renew(ctx, certs.names(ctx.cfg.cluster, component)) end
+    return true
+  end
+  local c = poll_client(ctx)
+  -- the mirror pod's hash before the change (none yet: any hash the kubelet shows will do)
+  local pod, perr = mirror(c, component, st.node)
+  if not pod and perr.code ~= 404 then
+    error(("[upgrade/staticpods] reading the mirror pod of %s on %s: %s"):format(component, st.node, tostring(perr)), 0)
+  end
+  local before = hash_of(pod)
+  if st.renew then certs.renew(ctx, certs.names(ctx.cfg.cluster, component)) end
+  log.info("[upgrade/staticpods] Moving new manifest to %q and backing up old manifest to %q", path,
+    st.backup_dir .. "/" .. component .. ".yaml")
+  local _, _, backup = manifests.write(ctx, component, p, { backup_dir = st.backup_dir })
+  local rec = { component = component, old = old, backup = backup }
+  st.replaced[#st.replaced + 1] = rec
+  local ok, err = pcall(M.wait_component, ctx, component, st.node, new, before)
+  if not ok then
+    rec.new_hash_seen = M.content_hash(new)
+    if component == "etcd" then st.etcd_failed = true end
+    local reason = ("the upgrade of %s failed: %s"):format(component, errors_msg(err))
+    local rerrs = M.rollback(ctx, st, reason)
+    local tail = #rerrs > 0 and ("\nthe rollback also failed:\n\t" .. table.concat(rerrs, "\n\t"))
+      or ("\nthe previous manifests were restored from %s and the control plane is healthy again"):format(st.backup_dir)
+    error(("[upgrade/staticpods] %s%s"):format(reason, tail), 0)
+  end
+  return true
+end
+
+-- The whole phase. opts.node: `upgrade node` (skips when this is not a control-plane node).
+function M.run(ctx, opts)
+  opts = opts or {}
+  if not data.is_control_plane(ctx) then
+    log.info("[upgrade/control-plane] Skipping phase. Not a control plane node.")
+    return
+  end
+  local part = data.part(ctx)
+  local cluster = ctx.cfg.cluster
+  local st = { node = ctx.cfg.init.nodeRegistration.name, replaced = {},
+    renew = part.certificateRenewal ~= false, ts = M.timestamp() }
+  st.backup_dir = ("%s/kubeadm-backup-manifests-%s"):format(M.TMP, st.ts)
+  log.info("[upgrade/staticpods] Writing new Static Pod manifests to %q", manifests.DIR)
+  if not st.renew then log.info("[upgrade/staticpods] Certificate renewal is disabled (--certificate-renewal=false)") end
+  if not ctx.dry_run then
+    local ok, err = fs.mkdir(st.backup_dir, "0700")
+    if not ok then error(("creating %s: %s"):format(st.backup_dir, err), 0) end
+  end
+  local local_etcd = not (cluster.etcd and cluster.etcd.external)
+  if local_etcd and part.etcdUpgrade ~= false and ctx:exists(manifests.path("etcd")) then
+    local ddir = require("manifests.etcd").data_dir(cluster)
+    local old = ctx:read(manifests.path("etcd"))
+    local new = manifests.encode(manifests.generate(ctx, "etcd"))
+    if old ~= new and not ctx.dry_run then
+      st.etcd_backup = ("%s/kubeadm-backup-etcd-%s/etcd"):format(M.TMP, st.ts)
+      log.info("[upgrade/etcd] Backing up the etcd data dir %s to %s", ddir, st.etcd_backup)
+      local n, err = M.copy_tree(ddir, st.etcd_backup)
+      if not n then error(("[upgrade/etcd] backing up the etcd data dir %s: %s"):format(ddir, err), 0) end
+      if n == 0 then error(("[upgrade/etcd] the etcd data dir %s is empty: refusing to upgrade etcd"):format(ddir), 0) end
+      st.etcd_backup_files = n
+    end
+    upgrade_component(ctx, st, "etcd")
+  elseif local_etcd and part.etcdUpgrade == false then
+    log.info("[upgrade/etcd] Skipping the etcd upgrade (etcdUpgrade is false)")
+  end
+  local changed = 0
+  for _, comp in ipairs(M.COMPONENTS) do
+    if upgrade_component(ctx, st, comp) then changed = changed + 1 end
+  end
+  if st.renew then certs.renew(ctx, certs.names(cluster, "admin"), "[upgrade]") end
+  if not ctx.dry_run and #st.replaced == 0 then fs.remove_tree(st.backup_dir) end
+  ctx.data.upgrade_controlplane = st
+  log.info("[upgrade/control-plane] The control plane instance for this node was successfully upgraded!")
+  return st
+end
+
+return M

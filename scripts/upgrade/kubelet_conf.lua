@@ -1,0 +1,64 @@
+-- The hidden kubeconfig phase (KEP-4471, seed 000): on a control-plane node, kubelet.conf's server
+-- goes from the control-plane endpoint to the local kube-apiserver, then the kubelet restarts.
+-- Workers and a kubelet.conf already pointing elsewhere are left alone.
+local yaml = require "moonadm.yaml"
+local log = require "framework.log"
+local data = require "flows.upgrade.data"
+local nodeview = require "node.view"
+
+local M = {}
+
+-- Rewrites the server of the current context's cluster in a kubeconfig text from `from` to `to`.
+-- Returns the new text, or nil when the server is not `from` (and the server found).
+function M.rewrite(text, from, to)
+  local docs, err = yaml.decode(text, data.KUBELET_CONF)
+  if not docs then error(err, 0) end
+  local doc = docs[1]
+  local cur = doc["current-context"]
+  local cname
+  for _, c in ipairs(doc.contexts or {}) do if c.name == cur then cname = c.context and c.context.cluster end end
+  for _, cl in ipairs(doc.clusters or {}) do
+    if cl.name == cname and type(cl.cluster) == "table" then
+      if cl.cluster.server ~= from then return nil, cl.cluster.server end
+      cl.cluster.server = to
+      return yaml.encode(doc), from
+    end
+  end
+  return nil, nil
+end
+
+function M.run(ctx)
+  if not data.is_control_plane(ctx) then
+    log.info("[upgrade/kubeconfig] Skipping phase. Not a control plane node.")
+    return
+  end
+  local text = ctx:read(data.KUBELET_CONF)
+  if not text then
+    log.info("[upgrade/kubeconfig] %s does not exist; nothing to update", data.KUBELET_CONF)
+    return
+  end
+  local local_url = nodeview.local_url(ctx)
+  local cpe_url = nodeview.cpe_url(ctx)
+  if cpe_url == local_url then
+    log.v(1, "[upgrade/kubeconfig] the control-plane endpoint is the local API server; %s unchanged", data.KUBELET_CONF)
+    return
+  end
+  local new, server = M.rewrite(text, cpe_url, local_url)
+  if not new then
+    log.v(1, "[upgrade/kubeconfig] %s points to %s, not to %s; unchanged", data.KUBELET_CONF, tostring(server), cpe_url)
+    return
+  end
+  if ctx.dry_run then
+    log.info("[dryrun] Would change the Server URL from %q to %q in %s and try to restart kubelet", cpe_url, local_url,
+      data.KUBELET_CONF)
+    return
+  end
+  log.info("[upgrade/kubeconfig] Updating the server of %s from %q to %q", data.KUBELET_CONF, cpe_url, local_url)
+  ctx:write(data.KUBELET_CONF, new, "0600")
+  local rt = require("runtime").for_ctx(ctx)
+  log.info("[upgrade/kubeconfig] Restarting the kubelet")
+  rt.restart_kubelet(ctx)
+  ctx.data.kubelet_conf_rewritten = { from = cpe_url, to = local_url }
+end
+
+return M
