@@ -16,11 +16,11 @@ static inline int ma_push_err(lua_State *L, const ma_err *e)
 int luaopen_moonadm_core(lua_State *L);
 int luaopen_moonadm_fs(lua_State *L);
 int luaopen_moonadm_yaml(lua_State *L);
-/* Bindings that may not be linked into every build are weak so the host still links. */
-int luaopen_moonadm_pki(lua_State *L) __attribute__((weak));
-int luaopen_moonadm_api(lua_State *L) __attribute__((weak));
-int luaopen_moonadm_etcd(lua_State *L) __attribute__((weak));
-int luaopen_moonadm_proc(lua_State *L) __attribute__((weak));
-int luaopen_moonadm_net(lua_State *L) __attribute__((weak));
+int luaopen_moonadm_encoding(lua_State *L);
+int luaopen_moonadm_pki(lua_State *L);
+int luaopen_moonadm_api(lua_State *L);
+int luaopen_moonadm_etcd(lua_State *L);
+int luaopen_moonadm_proc(lua_State *L);
+int luaopen_moonadm_net(lua_State *L);
 
 #endif

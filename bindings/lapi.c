@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
 #include "bindings.h"
 #include "http.h"
@@ -422,75 +421,12 @@ static int l_request(lua_State *L)
 	return 1;
 }
 
-/* ---- base64 (kubeconfig *-data fields, Secret data) ---- */
-
-static int l_b64encode(lua_State *L)
-{
-	size_t n;
-	const unsigned char *s = (const unsigned char *)luaL_checklstring(L, 1, &n);
-	luaL_Buffer b;
-	char *out = luaL_buffinitsize(L, &b, 4 * ((n + 2) / 3) + 1);
-	int k = n ? EVP_EncodeBlock((unsigned char *)out, s, (int)n) : 0;
-	luaL_pushresultsize(&b, (size_t)k);
-	return 1;
-}
-
-/* Standard alphabet, padding optional, whitespace ignored. Returns nil, err on bad input. */
-static int l_b64decode(lua_State *L)
-{
-	size_t n;
-	const char *s = luaL_checklstring(L, 1, &n);
-	luaL_Buffer in;
-	luaL_buffinit(L, &in);
-	for (size_t i = 0; i < n; i++)
-		if (!isspace((unsigned char)s[i]))
-			luaL_addchar(&in, s[i]);
-	luaL_pushresult(&in); /* s clean */
-	size_t m;
-	const char *c = lua_tolstring(L, -1, &m);
-	size_t pad = 0;
-	while (m > 0 && c[m - 1] == '=' && pad < 2)
-		m--, pad++;
-	for (size_t i = 0; i < m; i++)
-		if (!(isalnum((unsigned char)c[i]) || c[i] == '+' || c[i] == '/')) {
-			lua_pushnil(L);
-			lua_pushfstring(L, "base64: invalid character at offset %d", (int)i);
-			return 2;
-		}
-	if (m % 4 == 1) {
-		lua_pushnil(L);
-		lua_pushliteral(L, "base64: truncated input");
-		return 2;
-	}
-	/* re-pad to a multiple of 4 for EVP_DecodeBlock */
-	luaL_Buffer pb;
-	luaL_buffinit(L, &pb);
-	luaL_addlstring(&pb, c, m);
-	for (size_t k = m; k % 4; k++)
-		luaL_addchar(&pb, '=');
-	luaL_pushresult(&pb); /* s clean padded */
-	size_t pl;
-	const char *p = lua_tolstring(L, -1, &pl);
-	luaL_Buffer b;
-	unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, pl / 4 * 3 + 1);
-	int k = pl ? EVP_DecodeBlock(out, (const unsigned char *)p, (int)pl) : 0;
-	if (k < 0) {
-		lua_pushnil(L);
-		lua_pushliteral(L, "base64: invalid input");
-		return 2;
-	}
-	size_t strip = (4 - m % 4) % 4; /* EVP_DecodeBlock counts padding bytes as zeros */
-	luaL_pushresultsize(&b, (size_t)k - strip);
-	return 1;
-}
-
 int luaopen_moonadm_api(lua_State *L)
 {
 	static const luaL_Reg meta[] = {{"__gc", l_gc}, {"__close", l_close}, {"__tostring", l_tostring}, {NULL, NULL}};
 	static const luaL_Reg methods[] = {{"request", l_request}, {"server", l_server}, {"close", l_close}, {NULL, NULL}};
 	static const luaL_Reg fns[] = {{"new", l_new},           {"escape", l_escape},       {"query", l_query},
-				       {"url", l_url},           {"b64encode", l_b64encode}, {"b64decode", l_b64decode},
-				       {NULL, NULL}};
+				       {"url", l_url},           {NULL, NULL}};
 	luaL_newmetatable(L, CLIENT_MT); /* mt */
 	luaL_setfuncs(L, meta, 0);
 	luaL_newlib(L, methods); /* mt methods */

@@ -5,10 +5,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include "bindings.h"
-#include "log.h"
+#include "redact.h"
 #include "scripts_embed.h"
 #include "version.h"
 
@@ -100,22 +99,6 @@ static int l_ncpu(lua_State *L)
 	return 1;
 }
 
-/* sha256 hex of a string: journal digests and artifact fingerprints */
-static int l_sha256(lua_State *L)
-{
-	size_t len;
-	const char *s = luaL_checklstring(L, 1, &len);
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	if (!EVP_Digest(s, len, md, &mdlen, EVP_sha256(), NULL))
-		return luaL_error(L, "sha256 failed");
-	char hex[2 * EVP_MAX_MD_SIZE + 1];
-	for (unsigned int i = 0; i < mdlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	lua_pushlstring(L, hex, 2 * mdlen);
-	return 1;
-}
-
 /* The engine's one redaction step (tokens, bearer credentials, PEM private keys). */
 static int l_redact(lua_State *L)
 {
@@ -164,7 +147,7 @@ int luaopen_moonadm_core(lua_State *L)
 	    {"scripts", l_scripts}, {"scripts_dir", l_scripts_dir}, {"monotonic", l_monotonic},
 	    {"now", l_now},         {"sleep", l_sleep},             {"hostname", l_hostname},
 	    {"getuid", l_getuid},   {"getpid", l_getpid},           {"isatty", l_isatty},
-	    {"ncpu", l_ncpu},       {"sha256", l_sha256},       {"redact", l_redact},
+	    {"ncpu", l_ncpu},       {"redact", l_redact},
 	    {"exe", l_exe},         {"environ", l_environ},
 	    {NULL, NULL}};
 	luaL_newlib(L, fns);

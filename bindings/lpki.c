@@ -8,6 +8,7 @@
 #include <openssl/crypto.h>
 
 #include "bindings.h"
+#include "encoding.h"
 #include "pki.h"
 
 #define KEY_MT "moonadm.pki.key"
@@ -614,7 +615,7 @@ static int random_bytes(lua_State *L, int hex)
 	if (ma_pki_random(p, (size_t)n, &e)) return ma_push_err(L, &e);
 	if (hex) { /* encode from the tail of the buffer so that input and output do not overlap */
 		memmove(p + 2 * n + 1, p, (size_t)n);
-		ma_pki_hex(p + 2 * n + 1, (size_t)n, (char *)p);
+		ma_hex(p + 2 * n + 1, (size_t)n, (char *)p);
 	}
 	luaL_pushresultsize(&buf, (size_t)n * (hex ? 2 : 1));
 	return 1;
@@ -643,16 +644,6 @@ static int l_certificate_key(lua_State *L)
 	return 1;
 }
 
-static int l_sha256_hex(lua_State *L)
-{
-	size_t len;
-	const char *s = luaL_checklstring(L, 1, &len);
-	char out[65];
-	ma_pki_sha256_hex(s, len, out);
-	lua_pushstring(L, out);
-	return 1;
-}
-
 /* ---- module -------------------------------------------------------------- */
 
 static const luaL_Reg key_methods[] = {
@@ -674,7 +665,7 @@ static const luaL_Reg fns[] = {
 	{"create_ca", l_create_ca}, {"sign_cert", l_sign_cert}, {"create_csr", l_create_csr},
 	{"parse_csr", l_parse_csr}, {"jws_sign", l_jws_sign}, {"jws_verify", l_jws_verify}, {"seal", l_seal},
 	{"open", l_open}, {"random_bytes", l_random_bytes}, {"random_hex", l_random_hex}, {"token_id", l_token_id},
-	{"token_secret", l_token_secret}, {"certificate_key", l_certificate_key}, {"sha256_hex", l_sha256_hex},
+	{"token_secret", l_token_secret}, {"certificate_key", l_certificate_key},
 	{NULL, NULL}};
 
 static void handle_type(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods)

@@ -61,8 +61,6 @@ static int searcher(lua_State *L)
 
 static void preload(lua_State *L, const char *name, lua_CFunction open)
 {
-	if (!open)
-		return;
 	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
 	lua_pushcfunction(L, open);
 	lua_setfield(L, -2, name);
@@ -226,6 +224,7 @@ int main(int argc, char **argv)
 	preload(L, "moonadm.core", luaopen_moonadm_core);
 	preload(L, "moonadm.fs", luaopen_moonadm_fs);
 	preload(L, "moonadm.yaml", luaopen_moonadm_yaml);
+	preload(L, "moonadm.encoding", luaopen_moonadm_encoding);
 	preload(L, "moonadm.pki", luaopen_moonadm_pki);
 	preload(L, "moonadm.api", luaopen_moonadm_api);
 	preload(L, "moonadm.etcd", luaopen_moonadm_etcd);

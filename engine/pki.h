@@ -149,10 +149,8 @@ int ma_pki_random(void *buf, size_t n, ma_err *e);
 int ma_pki_token_chars(char *out, size_t n, ma_err *e);
 int ma_pki_certificate_key(char out[65], ma_err *e); /* 32 random bytes, hex */
 
-void ma_pki_hex(const void *in, size_t n, char *out); /* out: 2n+1 bytes, lowercase */
 /* Decodes exactly 2*n hex digits into out (capacity cap); *n gets the length. */
 int ma_pki_unhex(const char *hex, unsigned char *out, size_t cap, size_t *n, ma_err *e);
-void ma_pki_sha256_hex(const void *data, size_t n, char out[65]);
 void ma_pki_secret_free(void *p, size_t len); /* OPENSSL_cleanse + free */
 
 #endif

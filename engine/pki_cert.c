@@ -1,6 +1,7 @@
 /* Certificates and CSRs laid out as kubeadm's pkiutil (Go crypto/x509) makes
  * them, inspection, chain and SAN checks, discovery pins. */
 #include "pki_int.h"
+#include "encoding.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -426,7 +427,7 @@ static void hex_of(const ASN1_OCTET_STRING *s, char *out, size_t cap)
 {
 	size_t n = s ? (size_t)ASN1_STRING_length(s) : 0;
 	if (n > (cap - 1) / 2) n = (cap - 1) / 2;
-	ma_pki_hex(s ? ASN1_STRING_get0_data(s) : (const unsigned char *)"", n, out);
+	ma_hex(s ? ASN1_STRING_get0_data(s) : (const unsigned char *)"", n, out);
 }
 
 void ma_pki_info_free(ma_pki_info *in)
@@ -538,7 +539,7 @@ int ma_pki_cert_pin(const ma_pki_cert *c, char out[72], ma_err *e)
 	int n = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(c), &der);
 	if (n <= 0) return ma_pki_sslfail(e, "encoding the certificate's public key failed");
 	memcpy(out, "sha256:", 7);
-	ma_pki_sha256_hex(der, (size_t)n, out + 7);
+	ma_sha256_hex(der, (size_t)n, out + 7);
 	OPENSSL_free(der);
 	return 0;
 }

@@ -7,20 +7,11 @@
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include "encoding.h"
+
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
-
-void ma_pki_hex(const void *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	const unsigned char *p = in;
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
 
 static int nibble(char c)
 {
@@ -42,14 +33,6 @@ int ma_pki_unhex(const char *hex, unsigned char *out, size_t cap, size_t *n, ma_
 	}
 	*n = len / 2;
 	return 0;
-}
-
-void ma_pki_sha256_hex(const void *data, size_t n, char out[65])
-{
-	unsigned char md[32];
-	unsigned len = 0;
-	EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
-	ma_pki_hex(md, 32, out);
 }
 
 int ma_pki_random(void *buf, size_t n, ma_err *e)
@@ -78,7 +61,7 @@ int ma_pki_certificate_key(char out[65], ma_err *e)
 {
 	unsigned char k[32];
 	if (ma_pki_random(k, sizeof k, e)) return -1;
-	ma_pki_hex(k, sizeof k, out);
+	ma_hex(k, sizeof k, out);
 	OPENSSL_cleanse(k, sizeof k);
 	return 0;
 }

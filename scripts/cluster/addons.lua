@@ -13,6 +13,9 @@ local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local nodeview = require "node.view"
 local up = require "cluster.upload_config"
+local kubelet_config = require "kubelet.config"
+local manifests_pod = require "manifests.pod"
+local patches = require "manifests.patches"
 
 local M = {}
 
@@ -108,7 +111,7 @@ end
 -- The DNS service IP: the 10th address of the (first) service subnet.
 function M.dns_ip(cluster)
   local subnet = ((cluster.networking or {}).serviceSubnet or C.service_subnet):match("^[^,]+")
-  local ip, err = require("kubelet.config").nth_ip(subnet, 10)
+  local ip, err = kubelet_config.nth_ip(subnet, 10)
   if not ip then error("the DNS service IP: " .. err, 0) end
   return ip
 end
@@ -159,12 +162,7 @@ local function proxy_zero()
   }
 end
 
-local function overlay(base, top)
-  if type(top) ~= "table" or getmetatable(top) or type(base) ~= "table" then return util.deepcopy(top) end
-  local out = util.deepcopy(base)
-  for k, v in pairs(top) do out[k] = overlay(out[k], v) end
-  return out
-end
+local overlay = util.overlay
 
 function M.proxy_config(cluster, user, advertise)
   local cfg = overlay(proxy_zero(), user or {})
@@ -202,7 +200,7 @@ end
 -- Both values end without a newline, as kubeadm's `|-` template writes them.
 function M.proxy_objects(cluster, user, server, advertise, user_supplied)
   if user_supplied == nil then user_supplied = user ~= nil end
-  local image = require("manifests.pod").image(cluster, "kube-proxy")
+  local image = manifests_pod.image(cluster, "kube-proxy")
   local labels = { ["k8s-app"] = "kube-proxy" }
   local cm = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "kube-proxy", namespace = NS, labels = { app = "kube-proxy" } },
     data = { ["kubeconfig.conf"] = M.proxy_kubeconfig(server),
@@ -248,7 +246,7 @@ end
 
 -- --print-manifest: the objects as YAML documents, in the order kubeadm prints them; no API call.
 local function print_manifest(objs)
-  local yaml_ = require "moonadm.yaml"
+  local yaml_ = yaml
   local out = {}
   for _, o in ipairs(objs) do out[#out + 1] = "---\n" .. yaml_.encode(o) end
   log.result(table.concat(out))
@@ -262,7 +260,7 @@ function M.coredns(ctx)
   end
   if ctx.flags and ctx.flags["print-manifest"] then
     local o = M.coredns_objects(cluster)
-    o[5] = require("manifests.patches").apply_for(ctx, "corednsdeployment", o[5])
+    o[5] = patches.apply_for(ctx, "corednsdeployment", o[5])
     return print_manifest { o[5], o[4], o[6], o[2], o[3], o[1] }
   end
   local c = cadmin.client(ctx)
@@ -273,7 +271,7 @@ function M.coredns(ctx)
     replicas = live and live.spec and live.spec.replicas
   end
   local objs = M.coredns_objects(cluster, replicas and math.tointeger(replicas))
-  objs[5] = require("manifests.patches").apply_for(ctx, "corednsdeployment", objs[5])
+  objs[5] = patches.apply_for(ctx, "corednsdeployment", objs[5])
   for _, o in ipairs(objs) do capi.apply(ctx, c, o) end
   log.info("[addons] Applied essential addon: CoreDNS")
 end

@@ -109,25 +109,36 @@ function M.ensure(ctx)
   end
 end
 
--- The admin client of this run (created once; kubeadm:cluster-admins ensured on first use).
+-- The run's admin API client: the one getter (kept in ctx.data.client), built by the command's rule:
+--   init      admin.conf, with kubeadm:cluster-admins ensured through super-admin.conf on first use;
+--             `init phase ... --kubeconfig FILE` (not admin.conf): that file as it is;
+--   join      admin.conf as control-plane-prepare wrote it (a control-plane join);
+--   upgrade-* --kubeconfig when given, else admin.conf where this node has one (ensured as on init,
+--             outside --dry-run), else kubelet.conf (a worker's upgrade node).
+-- Under --dry-run an init or join client fails every call loudly (no API call is made); an upgrade
+-- reads the cluster for real, as kubeadm's dry-run does (its writes only print).
 function M.client(ctx)
   if ctx.data.client then return ctx.data.client end
-  if ctx.data.client_override then ctx.data.client = ctx.data.client_override return ctx.data.client end
-  -- `init phase ... --kubeconfig FILE`: that file's client as it is (kubeadm's initData.Client() does
-  -- the super-admin bootstrap only for the default admin.conf).
   local given = ctx.flags_set and ctx.flags_set.kubeconfig and ctx.flags.kubeconfig
-  if given and given ~= capi.ADMIN_CONF and ctx.command == "init" and not ctx.dry_run then
-    ctx.data.client = capi.from_kubeconfig(ctx, given)
-    return ctx.data.client
+  if given == capi.ADMIN_CONF then given = nil end
+  local c
+  if (ctx.command or ""):match("^upgrade") then
+    if given or not ctx:exists(capi.ADMIN_CONF) then
+      c = capi.from_kubeconfig(ctx, given or capi.KUBELET_CONF)
+    elseif ctx.dry_run then
+      c = capi.from_kubeconfig(ctx, capi.ADMIN_CONF)
+    else
+      c = M.ensure(ctx)
+    end
+  elseif ctx.dry_run then
+    c = capi.dry_client("admin")
+  elseif ctx.command == "join" then
+    c = capi.from_kubeconfig(ctx, capi.ADMIN_CONF)
+  elseif given and ctx.command == "init" then
+    c = capi.from_kubeconfig(ctx, given)
+  else
+    c = M.ensure(ctx)
   end
-  if ctx.dry_run then
-    -- --dry-run calls no API: the phases print what they would do; a call slipping through fails loudly
-    ctx.data.client = setmetatable({}, { __index = function(_, k)
-      return function() error(("--dry-run: no API call (%s) is made"):format(k), 0) end
-    end })
-    return ctx.data.client
-  end
-  local c = M.ensure(ctx)
   ctx.data.client = c
   return c
 end

@@ -7,15 +7,25 @@ local config = require "config"
 local C = require "config.constants"
 local duration = require "config.duration"
 local log = require "framework.log"
+local kubeconfig = require "kube.kubeconfig"
+local core = require "moonadm.core"
 
 local M = {}
 
 M.ADMIN_CONF = "/etc/kubernetes/admin.conf"
 M.SUPER_ADMIN_CONF = "/etc/kubernetes/super-admin.conf"
+M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+
+-- The client of a --dry-run that calls no API: every method fails loudly, naming itself.
+function M.dry_client(which)
+  return setmetatable({}, { __index = function(_, k)
+    return function() error(("--dry-run: no API call (%s on the %s client) is made"):format(k, which), 0) end
+  end })
+end
 
 -- A timeout of the running command's config, in seconds.
 function M.timeout(ctx, name)
-  local doc = ctx.cfg and (ctx.cfg.init or ctx.cfg.join) or {}
+  local doc = config.node_document(ctx.cfg)
   local t = doc.timeouts and doc.timeouts[name] or C.timeouts[name]
   return config.duration_seconds(t) or config.duration_seconds(C.timeouts[name])
 end
@@ -33,7 +43,7 @@ end
 function M.admin_kubeconfig(ctx)
   local text, err = ctx:read(M.ADMIN_CONF)
   if not text then error(("reading %s: %s"):format(M.ADMIN_CONF, tostring(err)), 0) end
-  local kc, perr = require("kube.kubeconfig").parse(text, { filename = M.ADMIN_CONF, base_dir = "/etc/kubernetes",
+  local kc, perr = kubeconfig.parse(text, { filename = M.ADMIN_CONF, base_dir = "/etc/kubernetes",
     read = function(p) return ctx:read(p) end })
   if not kc then error(tostring(perr), 0) end
   return kc
@@ -107,7 +117,6 @@ end
 -- f returns value | nil, last_error (an API failure it returns is the poll's to retry). Raises
 -- "timed out waiting for WHAT: last error".
 function M.poll(what, timeout, interval, f)
-  local core = require "moonadm.core"
   local deadline = core.now() + timeout
   local last
   while true do

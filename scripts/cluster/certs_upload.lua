@@ -11,6 +11,8 @@ local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local tokens = require "cluster.tokens"
+local encoding = require "moonadm.encoding"
+local config = require "config"
 
 local M = {}
 
@@ -21,7 +23,7 @@ M.TOKEN_DESCRIPTION = "Proxy for managing TTL for the kubeadm-certs secret"
 
 -- Data key → source path, as kubeadm's copy-certs layout (local or external etcd).
 function M.files(cluster)
-  local dir = cluster.certificatesDir or "/etc/kubernetes/pki"
+  local dir = config.cert_dir(cluster)
   local list = {
     { "ca.crt", dir .. "/ca.crt" }, { "ca.key", dir .. "/ca.key" },
     { "front-proxy-ca.crt", dir .. "/front-proxy-ca.crt" }, { "front-proxy-ca.key", dir .. "/front-proxy-ca.key" },
@@ -60,7 +62,7 @@ function M.data(files, key, read)
     if content and #content > 0 then
       local sealed, err = pki.seal(key, content)
       if not sealed then error(("encrypting %s: %s"):format(f[2], err), 0) end
-      data[f[1]] = api.b64encode(sealed)
+      data[f[1]] = encoding.base64_encode(sealed)
     else
       data[f[1]] = ""
     end
@@ -73,7 +75,7 @@ function M.open(data, key)
   local out = {}
   for k, v in pairs(data or {}) do
     if v == "" then out[k] = "" else
-      local raw = api.b64decode(v)
+      local raw = encoding.base64_decode(v)
       local pt, err = raw and pki.open(key, raw)
       if not pt then error(("decrypting %s: %s"):format(k, err or "bad base64"), 0) end
       out[k] = pt

@@ -11,6 +11,8 @@ local kubeconfig = require "kube.kubeconfig"
 local log = require "framework.log"
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
+local encoding = require "moonadm.encoding"
+local config_mod = require "config"
 
 local M = {}
 
@@ -44,7 +46,7 @@ function M.cluster_of(text, src)
   local c = clusters and map(clusters[1]) and map(clusters[1].cluster)
   if not c or type(c.server) ~= "string" then fail("%s holds no cluster with a server", src) end
   local cad = c["certificate-authority-data"]
-  local ca = type(cad) == "string" and require("moonadm.api").b64decode(cad)
+  local ca = type(cad) == "string" and encoding.base64_decode(cad)
   if not ca then fail("%s: the cluster has no certificate-authority-data", src) end
   return c.server, ca
 end
@@ -181,7 +183,7 @@ end
 function M.run(ctx)
   local join = ctx.cfg.join or {}
   local d = join.discovery or {}
-  local timeout = require("config").duration_seconds((join.timeouts or {}).discovery or "5m0s") or 300
+  local timeout = config_mod.duration_seconds((join.timeouts or {}).discovery or "5m0s") or 300
   if d.file and d.file.kubeConfigPath then return M.file(ctx, d) end
   return M.token(ctx, d, timeout)
 end
@@ -190,12 +192,12 @@ end
 function M.bootstrap_kubeconfig(r, cluster_name, server)
   cluster_name = cluster_name or "kubernetes"
   local user = "tls-bootstrap-token-user"
-  local cred = r.cert_pem and { ["client-certificate-data"] = require("moonadm.api").b64encode(r.cert_pem),
-    ["client-key-data"] = require("moonadm.api").b64encode(r.key_pem) } or { token = r.token }
+  local cred = r.cert_pem and { ["client-certificate-data"] = encoding.base64_encode(r.cert_pem),
+    ["client-key-data"] = encoding.base64_encode(r.key_pem) } or { token = r.token }
   return {
     apiVersion = "v1", kind = "Config",
     clusters = { { name = cluster_name, cluster = { server = server or r.server,
-      ["certificate-authority-data"] = require("moonadm.api").b64encode(r.ca_pem) } } },
+      ["certificate-authority-data"] = encoding.base64_encode(r.ca_pem) } } },
     contexts = { { name = user .. "@" .. cluster_name, context = { cluster = cluster_name, user = user } } },
     ["current-context"] = user .. "@" .. cluster_name,
     users = { { name = user, user = cred } },

@@ -3,7 +3,9 @@
 -- user points at that file for both certificate and key (embedded data removed), and the kubelet
 -- is restarted. Without the file: skip, as kubeadm does.
 local yaml = require "moonadm.yaml"
+local config = require "config"
 local log = require "framework.log"
+local runtime_mod = require "runtime"
 
 local M = {}
 
@@ -11,7 +13,7 @@ M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 M.CERT_DIR = "/var/lib/kubelet/pki"
 
 function M.cert_dir(ctx)
-  local nr = (ctx.cfg.init or ctx.cfg.join or {}).nodeRegistration or {}
+  local nr = config.node_document(ctx.cfg).nodeRegistration or {}
   local dir
   for _, a in ipairs(nr.kubeletExtraArgs or {}) do
     if type(a) == "table" and a.name == "cert-dir" then dir = a.value end
@@ -62,7 +64,7 @@ function M.run(ctx)
   ctx:write(M.KUBELET_CONF, new, "0600")
   if not ctx.dry_run then
     log.info("[kubelet-finalize] Restarting the kubelet to enable client certificate rotation")
-    require("runtime").for_ctx(ctx).restart_kubelet(ctx)
+    runtime_mod.for_ctx(ctx).restart_kubelet(ctx)
   end
 end
 

@@ -2,6 +2,7 @@
 -- timeout, as kubeadm's PatchNode retries), then patch it with optimistic concurrency. Also the
 -- mark-control-plane labels and taints.
 local core = require "moonadm.core"
+local config = require "config"
 local json = require "kube.json"
 local log = require "framework.log"
 local capi = require "cluster.api"
@@ -72,7 +73,7 @@ end
 
 -- The taints to add: nodeRegistration.taints (nil → the default control-plane taint, [] → none).
 function M.taints(ctx)
-  local nr = (ctx.cfg.init or ctx.cfg.join or {}).nodeRegistration or {}
+  local nr = config.node_document(ctx.cfg).nodeRegistration or {}
   if nr.taints == nil then return { M.DEFAULT_TAINT } end
   local out = {}
   for _, t in ipairs(nr.taints) do out[#out + 1] = t end

@@ -10,6 +10,7 @@ local log = require "framework.log"
 local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 
@@ -95,7 +96,7 @@ function M.secret(t, now)
   for _, u in ipairs(t.usages or {}) do data["usage-bootstrap-" .. u] = "true" end
   if t.groups and #t.groups > 0 then data["auth-extra-groups"] = table.concat(t.groups, ",") end
   local b64 = {}
-  for k, v in pairs(data) do b64[k] = api.b64encode(v) end
+  for k, v in pairs(data) do b64[k] = encoding.base64_encode(v) end
   return { apiVersion = "v1", kind = "Secret", type = M.TYPE,
     metadata = { name = "bootstrap-token-" .. t.id, namespace = M.NS }, data = b64 }
 end
@@ -104,7 +105,7 @@ end
 -- | nil, message.
 function M.from_secret(s)
   local d = {}
-  for k, v in pairs(s.data or {}) do d[k] = api.b64decode(v) or "" end
+  for k, v in pairs(s.data or {}) do d[k] = encoding.base64_decode(v) or "" end
   local id, secret = d["token-id"], d["token-secret"]
   if not id or not secret or not M.parse(id .. "." .. secret) then
     return nil, ("Secret %q has no valid token"):format(s.metadata and s.metadata.name or "?")
@@ -222,7 +223,7 @@ function M.cluster_info_kubeconfig(server, ca_pem)
     error("the cluster-info ConfigMap needs the cluster CA, and none was given", 0)
   end
   return ("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: %s\n    server: %s\n  name: \"\"\n" ..
-    "contexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n"):format(api.b64encode(ca_pem), server)
+    "contexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n"):format(encoding.base64_encode(ca_pem), server)
 end
 
 function M.cluster_info(server, ca_pem)

@@ -8,6 +8,10 @@ local log = require "framework.log"
 local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
+local encoding = require "moonadm.encoding"
+local join_data = require "flows.join.data"
+local kubelet_config = require "kubelet.config"
+local cluster_node = require "cluster.node"
 
 local M = {}
 
@@ -27,7 +31,7 @@ function M.checksum(data)
   table.sort(keys)
   local parts = {}
   for _, k in ipairs(keys) do parts[#parts + 1] = data[k] end
-  return "sha256:" .. require("moonadm.pki").sha256_hex(table.concat(parts))
+  return "sha256:" .. encoding.sha256_hex(table.concat(parts))
 end
 
 -- kubeadm's SignConfigMap: a generated component config's ConfigMap carries the checksum of its data.
@@ -49,7 +53,7 @@ end
 local function experiment_annotations(cluster)
   local fg = cluster.featureGates or {}
   if fg.ControlPlaneKubeletLocalMode == false then
-    return { [require("flows.join.data").EXPERIMENT_ANNOTATION] = "ControlPlaneKubeletLocalMode=false" }
+    return { [join_data.EXPERIMENT_ANNOTATION] = "ControlPlaneKubeletLocalMode=false" }
   end
 end
 
@@ -69,7 +73,7 @@ end
 -- leaves the ConfigMap unsigned.
 function M.kubelet_objects(cluster, user_kubelet, user_supplied)
   if user_supplied == nil then user_supplied = user_kubelet ~= nil end
-  local kcfg = require("kubelet.config").build(cluster, user_kubelet)
+  local kcfg = kubelet_config.build(cluster, user_kubelet)
   local cm = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = M.KUBELET_CONFIG, namespace = M.NS },
     data = { kubelet = yaml.encode(kcfg) } }
   if not user_supplied then M.sign(cm) end
@@ -93,7 +97,7 @@ function M.upload_kubelet(ctx)
     M.KUBELET_CONFIG, M.NS)
   for _, o in ipairs(M.kubelet_objects(ctx.cfg.cluster, ctx.cfg.kubelet)) do capi.apply(ctx, c, o) end
   -- the old way: the CRI socket as an annotation on this node's Node object
-  if not ctx:gate("NodeLocalCRISocket") then require("cluster.node").annotate_cri_socket(ctx, c, "[upload-config]") end
+  if not ctx:gate("NodeLocalCRISocket") then cluster_node.annotate_cri_socket(ctx, c, "[upload-config]") end
 end
 
 return M

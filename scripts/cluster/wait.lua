@@ -13,6 +13,7 @@ local core = require "moonadm.core"
 local yaml = require "moonadm.yaml"
 local log = require "framework.log"
 local capi = require "cluster.api"
+local runtime_mod = require "runtime"
 
 local M = {}
 
@@ -150,7 +151,7 @@ end
 
 -- The whole wait-control-plane phase.
 function M.run(ctx)
-  local rt = require("runtime").for_ctx(ctx)
+  local rt = runtime_mod.for_ctx(ctx)
   local mdir = M.MANIFESTS
   log.info("[wait-control-plane] Waiting for the kubelet to boot up the control plane as static Pods from directory %q", mdir)
   if ctx.dry_run then

@@ -10,6 +10,8 @@ local certlist = require "pki.certlist"
 local expiration = require "pki.expiration"
 local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
+local kube_client = require "kube.client"
+local cli = require "framework.cli"
 
 local M = {}
 
@@ -95,7 +97,7 @@ end
 -- --kubeconfig without --config: the cluster's ClusterConfiguration (certificatesDir, SANs, ...), as
 -- kubeadm reads it; unreadable, a warning and the defaults, as kubeadm falls back.
 local function cluster_config(cfg, path)
-  local c, err = require("kube.client").from_kubeconfig(fs.path(path), { timeout = 10 })
+  local c, err = kube_client.from_kubeconfig(fs.path(path), { timeout = 10 })
   local cm
   if c then cm, err = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" } end
   local cluster, cerr
@@ -220,7 +222,7 @@ function M.main(argv)
   local name = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
   if not name then
-    log.result(require("framework.cli").help_text { "certs" })
+    log.result(cli.help_text { "certs" })
     return 0
   end
   for _, s in ipairs(subs) do

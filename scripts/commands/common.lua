@@ -2,6 +2,7 @@
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local trust = require "framework.site.trust"
+local C = require "config.constants"
 
 local M = {}
 
@@ -66,6 +67,7 @@ M.TEMP_DIRS = { { "/etc/kubernetes", 3 }, { "/var/lib/moonadm", 2 }, { "/var/lib
 -- changed nothing leaves the root as it was. opts.keys = false: no private-key mode check (reset).
 function M.take_root(flags, opts)
   opts = opts or {}
+  opts.cert_dir = opts.cert_dir or C.certificates_dir
   trust.check_root { cert_dir = opts.cert_dir, insecure = flags["insecure-root"], keys = opts.keys }
   if opts.dry_run or M.held then return end
   local root = fs.root()
@@ -98,7 +100,7 @@ function M.take_root(flags, opts)
   end })
   local dirs = { table.unpack(M.TEMP_DIRS) }
   local cd = opts.cert_dir and opts.cert_dir:gsub("/+$", "")
-  if cd and cd ~= "/etc/kubernetes/pki" then dirs[#dirs + 1] = { cd, 1 } end
+  if cd and cd ~= C.certificates_dir then dirs[#dirs + 1] = { cd, 1 } end
   for _, d in ipairs(dirs) do
     local n, cerr = fs.clean_temps(d[1], d[2])
     if not n then log.warn("cleaning the temp files an interrupted run left: %s", cerr)

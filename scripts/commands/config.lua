@@ -8,6 +8,14 @@ local C = require "config.constants"
 local flags_mod = require "framework.argv"
 local log = require "framework.log"
 local images = require "config.images"
+local config_gates = require "config.gates"
+local kubelet_config = require "kubelet.config"
+local addons = require "cluster.addons"
+local kubelet_cri = require "kubelet.cri"
+local tokens = require "cluster.tokens"
+local view = require "node.view"
+local print_ = require "config.print"
+local cli = require "framework.cli"
 
 local M = {}
 
@@ -20,7 +28,7 @@ local CONFIG = { name = "config", type = "string", help = "Path to a kubeadm con
 
 local function gates_help()
   local known = {}
-  for _, g in ipairs(require("config.gates").known) do
+  for _, g in ipairs(config_gates.known) do
     local pre = g.stage ~= "GA" and (g.stage:upper() .. " - ") or ""
     known[#known + 1] = fmt("%s=true|false (%sdefault=%s)", g.name, pre, tostring(g.default))
   end
@@ -162,9 +170,9 @@ function M.component_config(kind)
     ["node-name"] = C.placeholder.node_name, ["cri-socket"] = C.placeholder.cri_socket, token = C.placeholder.token },
     no_host_defaults = true })
   if kind == "KubeletConfiguration" then
-    return yaml.encode(require("kubelet.config").build(cfg.cluster, nil))
+    return yaml.encode(kubelet_config.build(cfg.cluster, nil))
   end
-  return yaml.encode(require("cluster.addons").proxy_config(cfg.cluster, nil, C.placeholder.advertise_address))
+  return yaml.encode(addons.proxy_config(cfg.cluster, nil, C.placeholder.advertise_address))
 end
 
 local function print_defaults(action, argv)
@@ -193,12 +201,12 @@ end
 local function dynamic_defaults(cfg)
   local detected
   local function cri_socket()
-    detected = detected or require("kubelet.cri").detect()
+    detected = detected or kubelet_cri.detect()
     return detected
   end
   for _, t in ipairs(cfg.init and cfg.init.bootstrapTokens or {}) do
     -- kubeadm's SetBootstrapTokensDynamicDefaults: a token is generated (and printed by migrate)
-    if t.token == nil or t.token == "" then t.token = require("cluster.tokens").generate() end
+    if t.token == nil or t.token == "" then t.token = tokens.generate() end
   end
   for _, slot in ipairs { "init", "join" } do
     local doc = cfg[slot]
@@ -211,7 +219,7 @@ local function dynamic_defaults(cfg)
       end
       local lep = slot == "init" and doc.localAPIEndpoint or (doc.controlPlane and doc.controlPlane.localAPIEndpoint)
       if lep and (lep.advertiseAddress == nil or lep.advertiseAddress == "") then
-        local ip = require("node.view").default_address()
+        local ip = view.default_address()
         if not ip then
           error("unable to select an IP from default routes: set localAPIEndpoint.advertiseAddress in the file", 0)
         end
@@ -249,7 +257,6 @@ end
 -- (UpgradeConfiguration and component configs are not written), comments dropped.
 function M.migrate_text(path)
   local cfg = load_all(path, true)
-  local print_ = require "config.print"
   local out = {}
   if cfg.init or cfg.cluster then
     out[#out + 1] = yaml.encode_all(print_.documents { cfg.init, config.cluster_for_upload(cfg.cluster) })
@@ -360,7 +367,7 @@ local function images_pull(argv)
       "`moonadm config images list` with your runtime's own tool", 0)
   end
   local sock = (flags["cri-socket"] and flags["cri-socket"] ~= "" and flags["cri-socket"]) or
-    (cfg.init.nodeRegistration.criSocket ~= "" and cfg.init.nodeRegistration.criSocket) or require("kubelet.cri").detect()
+    (cfg.init.nodeRegistration.criSocket ~= "" and cfg.init.nodeRegistration.criSocket) or kubelet_cri.detect()
   if not sock:find("://", 1, true) then sock = "unix://" .. sock end
   for _, image in ipairs(images.list(cfg.cluster)) do
     local out
@@ -392,7 +399,7 @@ local function require_subcommand(name)
     end
     local words = {}
     for w in name:gmatch("%S+") do words[#words + 1] = w end
-    io.stdout:write(require("framework.cli").help_text(words))
+    io.stdout:write(cli.help_text(words))
     return 0
   end
 end

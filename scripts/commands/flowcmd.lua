@@ -10,6 +10,8 @@ local journal_mod = require "framework.journal"
 local log = require "framework.log"
 local runner = require "framework.runner"
 local site = require "framework.site.load"
+local api = require "framework.site.api"
+local framework_flow = require "framework.flow"
 
 local M = {}
 
@@ -180,14 +182,14 @@ function M.main(opts)
     root = root, dry_run = flags["dry-run"], args = args,
     inputs = { init = cfg.init, cluster = cfg.cluster, join = cfg.join, reset = cfg.reset, upgrade = cfg.upgrade,
       kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = args } }
-  require("framework.site.api").extend(ctx)
+  api.extend(ctx)
 
   local run_opts = { resume = flags.resume, force_order = flags["force-order"] }
   if as_phase then
     local _, by_path = runner.resolve(flow, ctx)
     if #args > 0 and not by_path[args[1]] and args[1] ~= "all" then
       -- `moonadm <cmd> phase NAME` for a site phase that is not in the flow: run it alone.
-      local p = require("framework.flow").lookup(flow.dir, args[1])
+      local p = framework_flow.lookup(flow.dir, args[1])
       if p then
         flow:append(p)
         _, by_path = runner.resolve(flow, ctx)

@@ -1,5 +1,7 @@
 -- `moonadm join [api-server-endpoint] [flags]` and `moonadm join phase <name>`.
 local flowcmd = require "commands.flowcmd"
+local data = require "flows.join.data"
+local join_done = require "flows.join.done"
 
 local M = {}
 
@@ -22,8 +24,8 @@ M.flags = {
 
 local OPTS <const> = { name = "join", flow = "join", kind = "join", flags = M.flags, cmd = "join", cmd_words = { "join" },
   args = "[api-server-endpoint]", desc = "Run this on any machine you wish to join an existing cluster",
-  prepare = function(ctx) require("flows.join.data").prepare(ctx) end,
-  done = function(ctx) return require("flows.join.done").text(ctx) end }
+  prepare = function(ctx) data.prepare(ctx) end,
+  done = function(ctx) return join_done.text(ctx) end }
 
 M.help, M.help_for = flowcmd.help_tree(OPTS)
 

@@ -11,6 +11,8 @@ local log = require "framework.log"
 local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 local pki = require "moonadm.pki"
+local api = require "cluster.api"
+local cli = require "framework.cli"
 
 local M = {}
 
@@ -73,7 +75,7 @@ local function user(argv)
   end
   local default = config.duration_seconds(C.certificate_validity)
   if validity > default then
-    local go = require("cluster.api").go_duration
+    local go = api.go_duration
     log.warn("the specified certificate validity period %s is longer than the default duration %s, this may " ..
       "increase security risks.", go(validity), C.certificate_validity)
   end
@@ -97,7 +99,7 @@ function M.main(argv)
   if flags and args[1] then
     error(fmt("unknown command %q for %q\nRun 'moonadm kubeconfig --help' for usage.", args[1], "moonadm kubeconfig"), 0)
   end
-  io.stdout:write(require("framework.cli").help_text { "kubeconfig" })
+  io.stdout:write(cli.help_text { "kubeconfig" })
   return 0
 end
 

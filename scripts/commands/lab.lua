@@ -1,38 +1,15 @@
--- `moonadm lab up|down|status|exec|kubelet|lb`: a real Kubernetes control plane on this machine.
--- Each node is a directory (its root) plus a network namespace with its own address on the lab's
--- bridge; its kubelet stand-in runs static pods as host processes. `lab up` runs the stock init
--- on the first node and join on the others — the same flows a real node runs.
-local cjson = require "cjson"
+-- `moonadm lab up|down|status|exec|kubelet|lb`: the command line of the lab (flags, help,
+-- dispatch). What a lab is and does lives in scripts/lab/: cluster.lua (up, down, status, exec),
+-- kubelet.lua (the kubelet stand-in), lb.lua (the control-plane endpoint's balancer).
+local cluster = require "lab.cluster"
 local core = require "moonadm.core"
-local duration = require "config.duration"
 local flags_mod = require "framework.argv"
-local fs = require "moonadm.fs"
-local kclient = require "kube.client"
+local kubelet = require "lab.kubelet"
+local lab_lb = require "lab.lb"
 local log = require "framework.log"
 local net = require "lab.net"
-local proc = require "moonadm.proc"
-local state = require "lab.state"
-local yaml = require "moonadm.yaml"
 
 local M = {}
-local join_config
-
-local function abs(p)
-  if p:sub(1, 1) == "/" then return p end
-  return (os.getenv("PWD") or ".") .. "/" .. p
-end
-
-local function top_dir()
-  -- .lab lives next to the binary's checkout (bin/moonadm -> ..), else in the working directory
-  local exe = core.exe()
-  local checkout = exe:match("^(.*)/bin/moonadm$")
-  return checkout or (os.getenv("PWD") or ".")
-end
-
-local function default_dir(name)
-  return top_dir() .. "/.lab/" .. ((name == nil or name == net.NAME) and "cluster" or name)
-end
-local function default_bin() return os.getenv("MOONADM_LAB_BIN") or (top_dir() .. "/.lab/bin") end
 
 local common_flags = {
   { name = "dir", type = "string", help = "Where the lab's nodes live (default .lab/cluster, or .lab/NAME)" },
@@ -126,546 +103,39 @@ M.help = {
 local function parse(spec, argv)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
-  flags.dir = abs(flags.dir or default_dir(flags.name))
+  flags.dir = cluster.abs(flags.dir or cluster.default_dir(flags.name))
   log.setup { verbosity = flags.v }
   return flags, args, set
 end
 
-local function need_root()
-  if core.getuid() ~= 0 then error("the lab needs root (network namespaces, bind mounts)", 0) end
-end
-
--- The binds that make a node's root appear at the canonical paths for a command run "on" it.
--- /var/lib/moonadm is the node's journal: each node has its own, as each machine would.
-local NODE_DIRS <const> = { "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/moonadm" }
--- Each with the mode kubeadm gives it when it makes it (kubeconfig dir 0755, kubelet and etcd data 0700),
--- moonadm's journal dir 0700, the dirs above them 0755.
-local NODE_DIR_MODES <const> = { ["/etc/kubernetes"] = "0755", ["/var/lib/kubelet"] = "0700",
-  ["/var/lib/etcd"] = "0700", ["/var/lib/moonadm"] = "0700" }
-
-local function node_dir(root, d, mode)
-  local parent = d:match("^(.*)/[^/]*$")
-  if parent and parent ~= "" then state.ensure_dir(root .. parent, "0755") end
-  state.mkdir(root .. d, mode)
-end
-
-local function node_mounts(root)
-  local m = {}
-  for _, d in ipairs(NODE_DIRS) do
-    node_dir(root, d, NODE_DIR_MODES[d])
-    m[#m + 1] = { type = "bind", src = root .. d, dst = d }
-  end
-  -- The node knows its own name and its peers', as a real site's DNS or /etc/hosts would say.
-  if io.open(root .. "/etc/hosts", "r") then
-    m[#m + 1] = { type = "bind", src = root .. "/etc/hosts", dst = "/etc/hosts", ro = true, file = true }
-  end
-  return m
-end
-
-local function write_hosts(st)
-  local lines = { "127.0.0.1	localhost", "::1	localhost ip6-localhost ip6-loopback" }
-  for _, n in ipairs(st.nodes) do lines[#lines + 1] = n.ip .. "	" .. n.name end
-  local text = table.concat(lines, "\n") .. "\n"
-  for _, n in ipairs(st.nodes) do state.write(n.root .. "/etc/hosts", text, "0644", "0755") end
-end
-
-local function node_env(extra)
-  local env, replaced = {}, { MOONADM_NODE_RUNTIME = true }
-  for _, e in ipairs(extra or {}) do replaced[e:match("^([^=]+)=")] = true end
-  for _, e in ipairs(core.environ()) do
-    if not replaced[e:match("^([^=]+)=") or ""] then env[#env + 1] = e end
-  end
-  env[#env + 1] = "MOONADM_NODE_RUNTIME=lab"
-  for _, e in ipairs(extra or {}) do env[#env + 1] = e end
-  return env
-end
-
-local function find_node(st, name)
-  for _, n in ipairs(st.nodes or {}) do if n.name == name then return n end end
-end
-
--- Runs argv "on" a node: its network namespace, its root's node dirs at their / paths.
-function M.exec_on(st, node, argv, opts)
-  opts = opts or {}
-  if argv[1] == "moonadm" then argv[1] = core.exe() end
-  local bin = st.bin_dir
-  local path_env = "PATH=" .. bin .. ":" .. (os.getenv("PATH") or "/usr/bin:/bin")
-  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(node.name, st.name), mounts = node_mounts(node.root),
-    env = node_env { path_env }, cwd = os.getenv("PWD"), log = opts.log }
-  if not pid then error(err, 0) end
-  local _, code = proc.wait(pid)
-  return code
-end
-
--- Polls fn() until it returns true, or fails after timeout seconds naming what is still missing
--- (fn's second value). Says what it waits for and its timeout when it starts, and, as done(), the
--- time it took when it ends, as kubeadm's waits do.
-local function wait_for(what, timeout, fn, done)
-  log.info("[lab] Waiting for %s. This can take up to %s", what, duration.format_seconds(timeout))
-  local t0 = core.monotonic()
-  local deadline = t0 + timeout
-  local missing
-  while true do
-    local ok, v, why = pcall(fn)
-    if not ok then error(v, 0) end
-    if v then
-      log.info("[lab] %s after %s", done or (what .. ": done"), duration.format_seconds(core.monotonic() - t0))
-      return v
-    end
-    missing = why or missing
-    if core.monotonic() >= deadline then break end
-    core.sleep(0.25)
-  end
-  error(("timed out after %s waiting for %s%s"):format(duration.format_seconds(timeout), what,
-    missing and (": " .. missing) or ""), 0)
-end
-
--- What still keeps the lab from being up, or nil when it is: for every joined node, every static
--- Pod manifest in its etc/kubernetes/manifests must have its mirror Pod (<pod>-<node>, showing
--- the manifest's current hash as the stand-in computes it) in the API, and every Node must be Ready.
-function M.not_up(c, st)
-  local pods, perr = c:list({ apiVersion = "v1", kind = "Pod" }, { timeout = 5 })
-  if not pods then return "listing the Pods: " .. tostring(perr) end
-  local nodes, nerr = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
-  if not nodes then return "listing the Nodes: " .. tostring(nerr) end
-  local live, ready = {}, {}
-  for _, p in ipairs(pods.items or {}) do live[(p.metadata.namespace or "") .. "/" .. p.metadata.name] = p end
-  for _, n in ipairs(nodes.items or {}) do
-    local r = "no Ready condition"
-    for _, cond in ipairs((n.status or {}).conditions or {}) do
-      if cond.type == "Ready" then r = cond.status == "True" or ("Ready=" .. tostring(cond.status)) end
-    end
-    ready[n.metadata.name] = r
-  end
-  local no_mirror, not_ready = {}, {}
-  for _, n in ipairs(st.nodes) do
-    if n.role ~= "spare" then
-      local mdir = n.root .. "/etc/kubernetes/manifests"
-      local files = fs.list(mdir) or {}
-      table.sort(files)
-      for _, f in ipairs(files) do
-        if not f:match("^%.") and (f:match("%.ya?ml$") or f:match("%.json$")) then
-          local fh = io.open(mdir .. "/" .. f, "r")
-          local text = fh and fh:read("a")
-          if fh then fh:close() end
-          local docs = text and yaml.decode(text, f)
-          local md = docs and type(docs[1]) == "table" and docs[1].metadata
-          if md and md.name then
-            local key = (md.namespace or "default") .. "/" .. md.name .. "-" .. n.name:lower()
-            local p = live[key]
-            local hash = ((p and p.metadata.annotations) or {})["kubernetes.io/config.mirror"]
-            if not p then
-              no_mirror[#no_mirror + 1] = key
-            elseif hash ~= core.sha256(text):sub(1, 32) then
-              no_mirror[#no_mirror + 1] = key .. " (of an older manifest)"
-            end
-          end
-        end
-      end
-      local r = ready[n.name:lower()]
-      if r ~= true then not_ready[#not_ready + 1] = ("%s (%s)"):format(n.name, r or "not registered") end
-    end
-  end
-  local parts = {}
-  if #no_mirror > 0 then parts[#parts + 1] = "no mirror Pod for " .. table.concat(no_mirror, ", ") end
-  if #not_ready > 0 then parts[#parts + 1] = "Nodes not Ready: " .. table.concat(not_ready, ", ") end
-  if #parts > 0 then return table.concat(parts, "; ") end
-end
-
-local function kubectl(st, kubeconfig, args)
-  local argv = { st.bin_dir .. "/kubectl", "--kubeconfig", kubeconfig }
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return proc.run { argv = argv }
-end
-
--- Stops everything a lab started, checked gone; removes its namespaces and bridge.
-local function teardown(dir, st, name)
-  st = st or state.load(dir) or { nodes = {}, name = name }
-  local pids = {}
-  for _, n in ipairs(st.nodes or {}) do if n.kubelet_pid then pids[#pids + 1] = n.kubelet_pid end end
-  if st.lb and st.lb.pid then pids[#pids + 1] = st.lb.pid end
-  for _, m in ipairs(st.etcd or {}) do if m.etcd_pid then pids[#pids + 1] = m.etcd_pid end end
-  for _, pid in ipairs(pids) do proc.signal(pid, "TERM") end
-  local deadline = core.monotonic() + 30
-  for _, pid in ipairs(pids) do
-    while proc.alive(pid) and core.monotonic() < deadline do
-      proc.wait(pid, true)
-      core.sleep(0.05)
-    end
-    if proc.alive(pid) then proc.signal(pid, "KILL") end
-  end
-  -- Anything still inside a lab namespace (a stand-in killed with -9 leaves orphans) goes too.
-  local lab = st.name
-  for _, node in ipairs(net.list_nodes(lab)) do
-    local _, out = proc.run { argv = { "ip", "netns", "pids", net.netns_name(node, lab) } }
-    for pid in (out or ""):gmatch("%d+") do proc.signal(tonumber(pid), "KILL") end
-  end
-  for _, node in ipairs(net.list_nodes(lab)) do net.node_down(node, lab) end
-  net.bridge_down(lab)
-  -- The empty mount points this lab created on the host go, unless another lab still runs: removing
-  -- a directory that is a mount point in another namespace would detach that lab's mounts.
-  local _, others = proc.run { argv = { "ip", "netns", "list" } }
-  if not (others or ""):match("%S") then
-    for _, d in ipairs(st.created_dirs or {}) do os.remove(d) end -- only if empty
-  end
-  state.remove(dir)
-end
-
-local function init_config(st, node, user_config, gates)
-  local docs = {}
-  if user_config then
-    local f = assert(io.open(user_config, "r"))
-    local text = f:read("a")
-    f:close()
-    local d, err = yaml.decode(text, user_config)
-    if not d then error(err, 0) end
-    docs = d
-  end
-  local init, cluster
-  for _, d in ipairs(docs) do
-    if d.kind == "InitConfiguration" then init = d end
-    if d.kind == "ClusterConfiguration" then cluster = d end
-  end
-  if not init then init = { apiVersion = "kubeadm.k8s.io/v1beta4", kind = "InitConfiguration" }; docs[#docs + 1] = init end
-  if not cluster then cluster = { apiVersion = "kubeadm.k8s.io/v1beta4", kind = "ClusterConfiguration" }; docs[#docs + 1] = cluster end
-  init.localAPIEndpoint = init.localAPIEndpoint or {}
-  init.localAPIEndpoint.advertiseAddress = node.ip
-  init.nodeRegistration = init.nodeRegistration or {}
-  init.nodeRegistration.name = node.name
-  init.nodeRegistration.criSocket = init.nodeRegistration.criSocket or "unix:///var/run/containerd/containerd.sock"
-  -- The lab knows its join secrets up front, so it can join the other nodes with them.
-  init.bootstrapTokens = init.bootstrapTokens or { { token = st.token } }
-  st.token = init.bootstrapTokens[1].token or st.token
-  init.certificateKey = init.certificateKey or st.certificate_key
-  st.certificate_key = init.certificateKey
-  if st.endpoint and not cluster.controlPlaneEndpoint then cluster.controlPlaneEndpoint = st.endpoint end
-  if st.external and not cluster.etcd then
-    cluster.etcd = { external = { endpoints = st.external.endpoints, caFile = "/etc/kubernetes/pki/etcd/ca.crt",
-      certFile = "/etc/kubernetes/pki/apiserver-etcd-client.crt", keyFile = "/etc/kubernetes/pki/apiserver-etcd-client.key" } }
-  end
-  if gates and next(gates) then
-    cluster.featureGates = cluster.featureGates or {}
-    for k, v in pairs(gates) do cluster.featureGates[k] = v end
-  end
-  local path = st.dir .. "/" .. node.name .. "-init.yaml"
-  state.write(path, yaml.encode_all(docs), "0600") -- the bootstrap token and the certificate key
-  return path
-end
-
--- A JoinConfiguration for a node: token discovery pinned to cp1's CA; control planes also get the
--- certificate key and their own advertise address.
-join_config = function(st, node, cp1)
-  local pki = require "moonadm.pki"
-  local f = assert(io.open(cp1.root .. "/etc/kubernetes/pki/ca.crt", "r"))
-  local ca = f:read("a")
-  f:close()
-  local pin = assert(pki.read_cert(ca)):pin()
-  local doc = {
-    apiVersion = "kubeadm.k8s.io/v1beta4", kind = "JoinConfiguration",
-    discovery = { bootstrapToken = { token = st.token, apiServerEndpoint = st.endpoint or (cp1.ip .. ":6443"),
-      caCertHashes = { pin } } },
-    nodeRegistration = { name = node.name, criSocket = "unix:///var/run/containerd/containerd.sock" },
-  }
-  if node.role == "control-plane" then
-    doc.controlPlane = { localAPIEndpoint = { advertiseAddress = node.ip, bindPort = 6443 },
-      certificateKey = st.certificate_key }
-  end
-  local path = st.dir .. "/" .. node.name .. "-join.yaml"
-  state.write(path, yaml.encode(doc), "0600") -- the bootstrap token (and a control plane's certificate key)
-  return path
-end
-
--- Other labs' recorded subnets (their lab.json under .lab/), for those that still have a bridge or
--- a namespace on this machine: {{name=, subnet=, dir=}}.
-local function other_labs(name, dir)
-  local out = {}
-  local base = top_dir() .. "/.lab"
-  for _, e in ipairs(fs.list(base) or {}) do
-    local d = base .. "/" .. e
-    if d ~= dir then
-      local st = state.load(d)
-      if type(st) == "table" and type(st.subnet) == "string" and st.name ~= name and net.exists(st.name) then
-        out[#out + 1] = { name = st.name, subnet = st.subnet, dir = d }
-      end
-    end
-  end
-  return out
-end
-
 function M.up(argv)
   local flags, _, set = parse(M.flags.up, argv)
-  need_root()
-  local bin = abs(flags["bin-dir"] or default_bin())
-  for _, b in ipairs { "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl" } do
-    local f = io.open(bin .. "/" .. b, "r")
-    if not f then error(("%s/%s is missing: run `make lab-bins` first"):format(bin, b), 0) end
-    f:close()
-  end
-  local ok, err = net.check()
-  if not ok then error(err, 0) end
-  local gates
-  if flags["feature-gates"] then
-    gates, err = require("config").parse_feature_gates(flags["feature-gates"])
-    if not gates then error(err, 0) end
-  end
-  local dir = flags.dir
-  local name = flags.name or net.NAME
-  if state.load(dir) or #net.list_nodes(name) > 0 then
-    log.info("[lab] cleaning up a previous lab")
-    teardown(dir, nil, name)
-  end
-  if set.subnet and not net.valid_subnet(flags.subnet) then
-    error(("--subnet %q: give a /24 as its first three octets, e.g. %s"):format(flags.subnet, net.SUBNET), 0)
-  end
-  local ncp, nw = flags["control-planes"], flags.workers
-  if ncp < 1 then error("--control-planes must be at least 1", 0) end
-  os.execute(("rm -rf '%s'"):format(dir))
-  state.ensure_dir(dir:match("^(.*)/[^/]*$"), "0755")
-  state.mkdir(dir, "0700") -- lab.json and the node configs hold the join secrets; the node roots the CA keys
-  -- The subnet is chosen (or the given one checked) and its bridge brought up under the machine-wide
-  -- lock, with the choice recorded in lab.json first: a concurrent `lab up` sees one or the other.
-  local release = net.lock()
-  local subnet
-  local okc, cerr = pcall(function()
-    local addrs, aerr = net.host_addresses()
-    if not addrs then error("lab network: " .. aerr, 0) end
-    local labs = other_labs(name, dir)
-    if set.subnet then
-      local why = net.taken(flags.subnet, { lab = name, addresses = addrs, labs = labs })
-      if why then
-        error(("subnet %s is already taken (%s): give another --subnet, or leave it out and the lab picks a free one")
-          :format(flags.subnet, why), 0)
-      end
-      subnet = flags.subnet
-    else
-      local perr
-      subnet, perr = net.choose(name, { addresses = addrs, labs = labs })
-      if not subnet then error(perr, 0) end
-      log.info("[lab] %s: subnet %s.0/24 (free; --subnet picks another)", name, subnet)
-    end
-  end)
-  if not okc then release() error(cerr, 0) end
-  local st = { name = name, dir = dir, bin_dir = bin, subnet = subnet, nodes = {}, created_dirs = {} }
-  for _, d in ipairs(NODE_DIRS) do
-    if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
-  end
-  for i = 1, ncp do st.nodes[#st.nodes + 1] = { name = "cp" .. i, role = "control-plane" } end
-  for i = 1, nw do st.nodes[#st.nodes + 1] = { name = "w" .. i, role = "worker" } end
-  for i = 1, flags.spares do st.nodes[#st.nodes + 1] = { name = "s" .. i, role = "spare" } end
-  for i, n in ipairs(st.nodes) do
-    n.ip = ("%s.%d"):format(subnet, 10 + i)
-    n.root = dir .. "/" .. n.name
-  end
-  if flags["external-etcd"] > 0 then
-    st.etcd = {}
-    for i = 1, flags["external-etcd"] do
-      st.etcd[i] = { name = "e" .. i, ip = ("%s.%d"):format(subnet, 200 + i), root = dir .. "/e" .. i }
-    end
-  end
-  state.save(dir, st)
-  local okb, berr = pcall(net.bridge_up, subnet, name)
-  release()
-  if not okb then error(berr, 0) end
-  write_hosts(st)
-  local okup, uerr = pcall(function()
-    for _, n in ipairs(st.nodes) do
-      net.node_up(n.name, n.ip, subnet, name)
-      state.mkdir(n.root, "0755") -- a node's root is its "/"
-      node_dir(n.root, "/var/log", "0755")
-      node_dir(n.root, "/etc/kubernetes/manifests", "0700") -- kubeadm's mode for the static Pod dir
-      local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
-        "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
-        log = n.root .. "/var/log/moonadm-kubelet.log", new_session = true }
-      if not pid then error(serr, 0) end
-      n.kubelet_pid = pid
-      state.save(dir, st)
-    end
-    if ncp > 1 then
-      local lb = { name = "lb", ip = subnet .. ".2" }
-      net.node_up("lb", lb.ip, subnet, name)
-      local backends = {}
-      for _, n in ipairs(st.nodes) do if n.role == "control-plane" then backends[#backends + 1] = n.ip .. ":6443" end end
-      local largv = { core.exe(), "lab", "lb", "--listen", lb.ip .. ":6443" }
-      for _, b in ipairs(backends) do largv[#largv + 1] = "--backend"; largv[#largv + 1] = b end
-      lb.pid = assert(proc.spawn { argv = largv, netns = net.netns_path("lb", name), log = dir .. "/lb.log", new_session = true })
-      st.lb, st.endpoint = lb, lb.ip .. ":6443"
-      state.save(dir, st)
-    end
-    if st.etcd then
-      local ext = require "lab.external_etcd"
-      for _, m in ipairs(st.etcd) do net.node_up(m.name, m.ip, subnet, name) end
-      local client, endpoints = ext.pki(dir, st.etcd)
-      ext.start(st, st.etcd, bin)
-      st.external = { endpoints = endpoints }
-      -- the first control plane holds the client files where kubeadm's docs put them
-      local pkidir = st.nodes[1].root .. "/etc/kubernetes/pki"
-      for file, text in pairs { ["etcd/ca.crt"] = client.ca, ["apiserver-etcd-client.crt"] = client.crt,
-        ["apiserver-etcd-client.key"] = client.key } do
-        state.write(pkidir .. "/" .. file, text, file:match("%.key$") and "0600" or "0644", "0755")
-      end
-      state.save(dir, st)
-    end
-    local cp1 = st.nodes[1]
-    local all = {}
-    for _, n in ipairs(st.nodes) do all[#all + 1] = n.name end
-    wait_for(("the kubelet stand-ins of %s at http://127.0.0.1:10248/healthz of each node"):format(table.concat(all, " ")),
-      30, function()
-        local missing = {}
-        for _, n in ipairs(st.nodes) do
-          if not n.healthy then
-            if not proc.alive(n.kubelet_pid) then
-              error("kubelet stand-in of " .. n.name .. " exited: see " .. n.root .. "/var/log/moonadm-kubelet.log", 0)
-            end
-            n.healthy = proc.run { argv = { "ip", "netns", "exec", net.netns_name(n.name, name), "bash", "-c",
-              "exec 3<>/dev/tcp/127.0.0.1/10248" } } == 0
-            if not n.healthy then missing[#missing + 1] = n.name end
-          end
-        end
-        if #missing == 0 then return true end
-        return false, "not answering yet: " .. table.concat(missing, " ")
-      end, "The kubelet stand-ins are healthy")
-    for _, n in ipairs(st.nodes) do n.healthy = nil end
-    local pki = require "moonadm.pki"
-    st.token = pki.token_id() .. "." .. pki.token_secret()
-    st.certificate_key = pki.certificate_key()
-    local cfgfile = init_config(st, cp1, flags.config and abs(flags.config), gates)
-    state.save(dir, st)
-    log.info("[lab] %s: moonadm init --config %s", cp1.name, cfgfile)
-    local iargv = { "moonadm", "init", "--config", cfgfile, "--upload-certs" }
-    if flags.flow then iargv[#iargv + 1] = "--flow"; iargv[#iargv + 1] = abs(flags.flow) end
-    local code = M.exec_on(st, cp1, iargv)
-    if code == 3 then
-      log.warn("[lab] init stopped at a phase that is not implemented yet; the control plane still comes up from the local phases")
-    elseif code ~= 0 then
-      error(("moonadm init on %s failed (exit %d)"):format(cp1.name, code), 0)
-    end
-    local conf = cp1.root .. "/etc/kubernetes/super-admin.conf"
-    wait_for(("the kube-apiserver of %s to be ready (/readyz)"):format(cp1.name), 240, function()
-      local c, out = kubectl(st, conf, { "get", "--raw", "/readyz" })
-      if c == 0 and out:match("^ok") then return true end
-      return false, (out or ""):gsub("%s+$", ""):sub(-300)
-    end, ("The kube-apiserver of %s is ready"):format(cp1.name))
-    state.copy(cp1.root .. "/etc/kubernetes/admin.conf", dir .. "/admin.conf", "0600")
-    state.copy(conf, dir .. "/super-admin.conf", "0600")
-    for i = 2, #st.nodes do
-      local n = st.nodes[i]
-      if n.role == "spare" then goto continue end
-      local jfile = join_config(st, n, cp1)
-      log.info("[lab] %s: moonadm join --config %s", n.name, jfile)
-      local jargv = { "moonadm", "join", "--config", jfile }
-      if flags["join-flow"] then jargv[#jargv + 1] = "--flow"; jargv[#jargv + 1] = abs(flags["join-flow"]) end
-      for _, f in ipairs(flags["phase-file"] or {}) do jargv[#jargv + 1] = "--phase-file"; jargv[#jargv + 1] = abs(f) end
-      for _, a in ipairs(flags["phase-add"] or {}) do jargv[#jargv + 1] = "--phase-add"; jargv[#jargv + 1] = a end
-      local jcode = M.exec_on(st, n, jargv)
-      if jcode ~= 0 then error(("moonadm join on %s failed (exit %d)"):format(n.name, jcode), 0) end
-      ::continue::
-    end
-    -- "up" only when it is: every static Pod of every joined node has its mirror Pod in the API and
-    -- every Node is Ready, read with moonadm's own client and the lab's admin kubeconfig.
-    -- An init --flow of the user's may stop before the phases that authorize admin.conf and let the
-    -- kubelet bootstrap (upload-config, bootstrap-token): then only /readyz is waited for.
-    if flags.flow then
-      log.info("[lab] init ran the --flow %s: not waiting for mirror Pods and Ready Nodes (that flow may not make them)", flags.flow)
-    else
-      local names = {}
-      for _, n in ipairs(st.nodes) do if n.role ~= "spare" then names[#names + 1] = n.name end end
-      local c, cerr = kclient.from_kubeconfig(dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
-      if not c then error(("an API client from %s/admin.conf: %s"):format(dir, tostring(cerr)), 0) end
-      local okw, werr = pcall(wait_for, ("every static Pod's mirror Pod and every Node Ready (%s)"):format(
-        table.concat(names, " ")), flags["ready-timeout"], function()
-          local why = M.not_up(c, st)
-          return why == nil, why
-        end, "Every static Pod has its mirror Pod and every Node is Ready")
-      c:close()
-      if not okw then error(werr, 0) end
-    end
-    st.ready = true
-    state.save(dir, st)
-  end)
-  if not okup then
-    log.error("[lab] up failed: " .. tostring(uerr) .. "\n[lab] the lab is left as it is for inspection; `moonadm lab down` removes it")
-    return 1
-  end
-  local named = name ~= net.NAME and (" --name " .. name) or ""
-  log.result(("[lab] up: %d control plane(s), %d worker(s) in %s (subnet %s.0/24)\n" ..
-    "  kubectl --kubeconfig %s/super-admin.conf get nodes -o wide\n" ..
-    "  moonadm lab status%s | moonadm lab exec%s cp1 -- CMD | moonadm lab down%s"):format(ncp, nw, dir, subnet, dir,
-    named, named, named))
-  return 0
+  return cluster.up(flags, set)
 end
 
-function M.down(argv)
-  local flags = parse(M.flags.down, argv)
-  need_root()
-  local st = state.load(flags.dir)
-  teardown(flags.dir, st, flags.name or net.NAME)
-  log.result("[lab] down: every process stopped, namespaces and bridge removed")
-  return 0
-end
+function M.down(argv) return cluster.down((parse(M.flags.down, argv))) end
 
-function M.status(argv)
-  local flags = parse(M.flags.status, argv)
-  local st = state.load(flags.dir)
-  if not st then
-    log.result("no lab in " .. flags.dir)
-    return 1
-  end
-  local out = { nodes = {} }
-  for _, n in ipairs(st.nodes) do
-    local f = io.open(n.root .. "/var/lib/moonadm-lab/kubelet-status.json", "r")
-    local ks = f and cjson.decode(f:read("a")) or {}
-    if f then f:close() end
-    local server
-    local kf = io.open(n.root .. "/etc/kubernetes/kubelet.conf", "r")
-    if kf then
-      local d = yaml.decode(kf:read("a"))
-      kf:close()
-      local c = d and d[1] and d[1].clusters and d[1].clusters[1]
-      server = c and c.cluster and c.cluster.server
-    end
-    out.nodes[#out.nodes + 1] = { name = n.name, role = n.role, ip = n.ip, kubelet_pid = n.kubelet_pid,
-      kubelet_alive = proc.alive(n.kubelet_pid or -1), pods = ks.pods or {}, kubelet_server = server }
-  end
-  if st.lb then out.lb = { ip = st.lb.ip, pid = st.lb.pid, alive = proc.alive(st.lb.pid or -1) } end
-  if flags.output == "json" then
-    log.result(cjson.encode(out))
-    return 0
-  end
-  local lines = { ("lab in %s%s"):format(flags.dir, st.endpoint and (", endpoint " .. st.endpoint) or "") }
-  for _, n in ipairs(out.nodes) do
-    lines[#lines + 1] = ("%-5s %-13s %-15s kubelet pid %s (%s)  kubelet.conf server %s"):format(n.name, n.role, n.ip,
-      tostring(math.tointeger(n.kubelet_pid)), n.kubelet_alive and "running" or "gone", n.kubelet_server or "-")
-    for _, p in ipairs(n.pods) do
-      lines[#lines + 1] = ("        %-40s pid %-8s restarts %d"):format(p.pod,
-        p.pid == cjson.null and "-" or tostring(math.tointeger(p.pid)), math.tointeger(p.restarts) or 0)
-    end
-  end
-  if out.lb then lines[#lines + 1] = ("lb    %-15s pid %d (%s)"):format(out.lb.ip, math.tointeger(out.lb.pid), out.lb.alive and "running" or "gone") end
-  log.result(table.concat(lines, "\n"))
-  return 0
-end
+function M.status(argv) return cluster.status((parse(M.flags.status, argv))) end
 
 function M.exec(argv)
   local sep
   for i, a in ipairs(argv) do if a == "--" then sep = i break end end
   if not sep then error("usage: moonadm lab exec NODE [--dir DIR] -- CMD [ARGS...]", 0) end
   local flags, args = parse(M.flags.exec, table.move(argv, 1, sep - 1, 1, {}))
-  need_root()
-  local st = state.load(flags.dir) or error("no lab in " .. flags.dir, 0)
-  local node = find_node(st, args[1] or "") or error(("no node %q in the lab"):format(args[1] or ""), 0)
-  local cmd = table.move(argv, sep + 1, #argv, 1, {})
-  if #cmd == 0 then error("lab exec: no command after --", 0) end
-  return M.exec_on(st, node, cmd)
+  return cluster.exec(flags, args[1], table.move(argv, sep + 1, #argv, 1, {}))
 end
+
+-- (for specs: a lab's readiness and running a command on a node)
+M.not_up = function(...) return cluster.not_up(...) end
+M.exec_on = function(...) return cluster.exec_on(...) end
 
 function M.kubelet(argv)
   local flags = flags_mod.parse(M.flags.kubelet, argv)
   if not flags or not flags.root or not flags["node-ip"] or not flags["bin-dir"] then
     error("usage: moonadm lab kubelet --root DIR --node-ip IP --bin-dir DIR [--node-name NAME]", 0)
   end
-  local kubelet = require "lab.kubelet"
   local ok_api, node_api = pcall(require, "lab.node_api")
-  local k = kubelet.new { root = abs(flags.root), node_ip = flags["node-ip"], bin_dir = abs(flags["bin-dir"]),
+  local k = kubelet.new { root = cluster.abs(flags.root), node_ip = flags["node-ip"], bin_dir = cluster.abs(flags["bin-dir"]),
     node_name = flags["node-name"] or core.hostname() }
   k:run { healthz_port = flags["healthz-port"], api = ok_api and node_api.new or nil }
   return 0
@@ -676,7 +146,7 @@ function M.lb(argv)
   if not flags or not flags.listen or not flags.backend then
     error("usage: moonadm lab lb --listen IP:PORT --backend IP:PORT [--backend ...]", 0)
   end
-  require("lab.lb").run(flags.listen, flags.backend)
+  lab_lb.run(flags.listen, flags.backend)
   return 0
 end
 

@@ -13,6 +13,7 @@ local graph = require "framework.site.graph"
 local log = require "framework.log"
 local runner = require "framework.runner"
 local site = require "framework.site.load"
+local framework_journal = require "framework.journal"
 
 local M = {}
 
@@ -161,7 +162,7 @@ function M.main(argv)
     return 0
   end
   local journal
-  if set.root then journal = require("framework.journal").open(name) end
+  if set.root then journal = framework_journal.open(name) end
   local rows = graph.rows(nodes, ctx, journal)
   if format == "json" then
     log.result(graph.json(rows))

@@ -3,6 +3,7 @@
 -- after a whole reset, kubeadm's note on what it does not clean.
 local flowcmd = require "commands.flowcmd"
 local log = require "framework.log"
+local reset_data = require "flows.reset.data"
 
 local M = {}
 
@@ -30,7 +31,7 @@ and $HOME/.kube/config.
 
 local OPTS <const> = { name = "reset", flow = "reset", kind = "reset", flags = M.flags, cmd = "reset", cmd_words = { "reset" },
   desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
-  prepare = function(ctx) require("flows.reset.data").prepare(ctx) end,
+  prepare = function(ctx) reset_data.prepare(ctx) end,
   -- reset removes the journal's directory: a journal of the reset itself would only bring it back
   no_journal = true }
 

@@ -6,6 +6,7 @@ local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
 
 local common = require "commands.common"
+local cli = require "framework.cli"
 
 local M = {}
 
@@ -28,7 +29,7 @@ function M.main(argv)
     return 0
   end
   if sub ~= "export" or not dir then
-    io.stdout:write(require("framework.cli").help_text { "scripts" })
+    io.stdout:write(cli.help_text { "scripts" })
     return sub and 1 or 0
   end
   if dir:sub(1, 1) ~= "/" then dir = (os.getenv("PWD") or ".") .. "/" .. dir end

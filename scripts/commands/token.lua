@@ -7,6 +7,11 @@ local fs = require "moonadm.fs"
 local log = require "framework.log"
 local tokens = require "cluster.tokens"
 local joincmd = require "cluster.join_command"
+local cli = require "framework.cli"
+local kube_client = require "kube.client"
+local kube_kubeconfig = require "kube.kubeconfig"
+local kube_json = require "kube.json"
+local moonadm_yaml = require "moonadm.yaml"
 
 local M = {}
 
@@ -86,11 +91,11 @@ for _, s in ipairs(subs) do
   M.help[s[1]] = { short = s[2], long = LONGS[s[1]], args = ARGS[s[1]], flags = common.flags(TOKEN_FLAGS, s[3]) }
 end
 
-local function usage() return require("framework.cli").help_text { "token" } end
+local function usage() return cli.help_text { "token" } end
 
 local function client(flags)
   local path = flags.kubeconfig or KUBECONFIG.default
-  local c, err = require("kube.client").from_kubeconfig(fs.path(path), { timeout = 60 })
+  local c, err = kube_client.from_kubeconfig(fs.path(path), { timeout = 60 })
   if not c then error(("failed to load admin kubeconfig: %s"):format(tostring(err)), 0) end
   return c, path
 end
@@ -112,7 +117,7 @@ local function create(flags, args)
   local join_o
   if flags["print-join-command"] then
     local path = flags.kubeconfig or KUBECONFIG.default
-    local kc, err = require("kube.kubeconfig").load(fs.path(path))
+    local kc, err = kube_kubeconfig.load(fs.path(path))
     if not kc then error(tostring(err), 0) end
     join_o = { endpoint = joincmd.endpoint(kc.server), token = t.token, hashes = joincmd.hashes(kc.ca_pem, path) }
   end
@@ -153,8 +158,8 @@ local function list_tokens(flags)
       local obj = { kind = "BootstrapToken", apiVersion = "output.kubeadm.k8s.io/v1alpha3",
         token = t.token, description = t.description, usages = t.usages, groups = t.groups,
         expires = t.expires and tokens.rfc3339(t.expires) or nil, creationTimestamp = nil }
-      if o == "json" then io.stdout:write(require("kube.json").encode(obj), "\n")
-      else io.stdout:write(require("moonadm.yaml").encode(obj)) end
+      if o == "json" then io.stdout:write(kube_json.encode(obj), "\n")
+      else io.stdout:write(moonadm_yaml.encode(obj)) end
     end
   else
     error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text,yaml"):format(o), 0)

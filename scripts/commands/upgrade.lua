@@ -6,6 +6,16 @@ local config = require "config"
 local flags_mod = require "framework.argv"
 local flowcmd = require "commands.flowcmd"
 local log = require "framework.log"
+local data = require "flows.upgrade.data"
+local capi = require "cluster.api"
+local plan_mod = require "upgrade.plan"
+local moonadm_yaml = require "moonadm.yaml"
+local fs = require "moonadm.fs"
+local manifests = require "manifests"
+local framework_context = require "framework.context"
+local upgrade_version = require "upgrade.version"
+local difflib = require "upgrade.difflib"
+local cli = require "framework.cli"
 
 local M = {}
 
@@ -39,14 +49,10 @@ M.plan_flags = {
   { name = "show-managed-fields", type = "bool", help = "If true, keep the managedFields when printing objects in JSON or YAML format." },
 }
 
--- --kubeconfig other than admin.conf: the run's client comes from that file.
+-- (the run's client, --kubeconfig's file when given, is cluster.admin.client's)
 local function prepare(apply)
   return function(ctx)
-    local k = ctx.flags and ctx.flags.kubeconfig
-    if k and k ~= "/etc/kubernetes/admin.conf" and ctx.flags_set and ctx.flags_set.kubeconfig then
-      ctx.data.client_override = require("cluster.api").from_kubeconfig(ctx, k)
-    end
-    require("flows.upgrade.data").prepare(ctx, { apply = apply })
+    data.prepare(ctx, { apply = apply })
   end
 end
 
@@ -102,9 +108,7 @@ function M.plan(argv)
   if out ~= "text" and out ~= "json" and out ~= "yaml" then
     error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text,yaml"):format(out), 0)
   end
-  local capi = require "cluster.api"
   local c = capi.from_kubeconfig({ cfg = {} }, flags.kubeconfig)
-  local plan_mod = require "upgrade.plan"
   local facts, ferr = plan_mod.collect(c)
   if not facts then error("[upgrade/versions] " .. ferr, 0) end
   local plan = plan_mod.build(facts, { target = p.kubernetesVersion or args[1],
@@ -115,7 +119,7 @@ function M.plan(argv)
     if flags["print-config"] then
       log.info("[upgrade/config] Configuration used:")
       local cm = c:must_get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
-      log.result(require("moonadm.yaml").encode(config.cluster_for_upload(config.load_cluster(cm.data.ClusterConfiguration))))
+      log.result(moonadm_yaml.encode(config.cluster_for_upload(config.load_cluster(cm.data.ClusterConfiguration))))
     end
     io.stdout:write(plan_mod.text(plan))
   end
@@ -127,8 +131,6 @@ end
 -- `upgrade apply` would write for the version (the argument, else diff.kubernetesVersion of the
 -- UpgradeConfiguration, else the cluster's). As kubeadm's, no patches are applied.
 function M.diff(argv)
-  local fs = require "moonadm.fs"
-  local manifests = require "manifests"
   local spec = common.flags(common.global, M.diff_flags)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
@@ -147,8 +149,7 @@ function M.diff(argv)
   if not cfg then error(err, 0) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   local d = (cfg.upgrade or {}).diff or {}
-  local capi = require "cluster.api"
-  local ctx = require("framework.context").new { command = "upgrade-diff", cfg = cfg, gates = cfg.gates or {}, flags = flags,
+  local ctx = framework_context.new { command = "upgrade-diff", cfg = cfg, gates = cfg.gates or {}, flags = flags,
     flags_set = set, root = flags.root }
   ctx.data.client = capi.from_kubeconfig({ cfg = {} }, flags.kubeconfig)
   -- kubeadm's FetchInitConfigurationFromCluster lines, with the command's prefix (prepare's own
@@ -157,24 +158,23 @@ function M.diff(argv)
     "[upgrade/diff] Use 'moonadm init phase upload-config kubeadm --config your-config-file' to re-upload it.\n")
   local out = log.out
   log.out = { write = function() end, flush = function() end }
-  local ok, perr = pcall(require("flows.upgrade.data").prepare, ctx, { apply = false })
+  local ok, perr = pcall(data.prepare, ctx, { apply = false })
   log.out = out
   if not ok then error(perr, 0) end
   ctx.cfg.init.patches = nil
   local target = args[1] or (d.kubernetesVersion ~= "" and d.kubernetesVersion) or ctx.cfg.cluster.kubernetesVersion
   if not target or target == "" then error("missing one or more required arguments. Required arguments: [version]", 0) end
-  local v, perr = require("upgrade.version").parse(target)
+  local v, perr = upgrade_version.parse(target)
   if not v then error(perr, 0) end
   ctx.cfg.cluster.kubernetesVersion = target
   -- kubeadm's ValueFromFlagsOrConfig: the flag when given, else the config's diff.contextLines,
   -- which has no default, so without both the diff has no context lines (the flag's "3" only shows)
   local context_lines = set["context-lines"] and flags["context-lines"] or d.contextLines or 0
-  local difflib = require "upgrade.difflib"
   for _, comp in ipairs(comps) do
     local path = manifests.path(comp)
     local old, rerr = fs.read(path)
     if not old then error(("reading %s: %s"):format(path, tostring(rerr)), 0) end
-    local new = manifests.encode(require("manifests").builders[comp](ctx))
+    local new = manifests.encode(manifests.builders[comp](ctx))
     io.stdout:write(difflib.unified(old, new, path, "new manifest", context_lines))
   end
   return 0
@@ -192,7 +192,7 @@ function M.main(argv)
   elseif sub == "diff" then
     return M.diff(rest)
   end
-  io.stdout:write(require("framework.cli").help_text { "upgrade" })
+  io.stdout:write(cli.help_text { "upgrade" })
   return sub and 1 or 0
 end
 

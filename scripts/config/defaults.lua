@@ -3,25 +3,11 @@
 local yaml <const> = require "moonadm.yaml"
 local schema <const> = require "config.schema"
 local C <const> = require "config.constants"
+local util <const> = require "framework.util"
 
 local defaults = {}
 
-local function is_list(v)
-  if getmetatable(v) == yaml.array_mt then return true end
-  local n = 0
-  for _ in pairs(v) do n = n + 1 end
-  return n > 0 and n == #v
-end
-
--- deep copy; lists keep (or get) yaml.array_mt so they encode as sequences
-local function copy(v)
-  if type(v) ~= "table" or v == yaml.null then return v end
-  local out = {}
-  for k, x in pairs(v) do out[k] = copy(x) end
-  if is_list(v) then setmetatable(out, yaml.array_mt) end
-  return out
-end
-defaults.copy = copy
+defaults.copy = util.deepcopy
 
 local function unset(v) return v == nil or v == "" or v == 0 end
 
@@ -29,7 +15,7 @@ local function unset(v) return v == nil or v == "" or v == 0 end
 local function fill(obj, ty)
   for name, spec in pairs(ty.fields) do
     if obj[name] == nil and spec.struct then obj[name] = {} end
-    if spec.default ~= nil and unset(obj[name]) then obj[name] = copy(spec.default) end
+    if spec.default ~= nil and unset(obj[name]) then obj[name] = util.deepcopy(spec.default) end
     local v, t = obj[name], spec[1]
     if v ~= nil then
       if t.kind == "object" then

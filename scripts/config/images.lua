@@ -4,6 +4,10 @@
 -- Each name comes from the builder that writes it into a manifest or an addon, so the list and
 -- what init deploys never differ; the tags are config.constants'.
 local C <const> = require "config.constants"
+local pod = require "manifests.pod"
+local addons = require "cluster.addons"
+local etcd = require "manifests.etcd"
+local yaml = require "moonadm.yaml"
 
 local M = {}
 
@@ -14,15 +18,14 @@ end
 
 -- The list of images for a defaulted ClusterConfiguration.
 function M.list(cluster)
-  local pod = require "manifests.pod"
   local out = {}
   for _, comp in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
     out[#out + 1] = pod.image(cluster, comp)
   end
   if not (cluster.proxy and cluster.proxy.disabled) then out[#out + 1] = pod.image(cluster, "kube-proxy") end
-  if not (cluster.dns and cluster.dns.disabled) then out[#out + 1] = require("cluster.addons").coredns_image(cluster) end
+  if not (cluster.dns and cluster.dns.disabled) then out[#out + 1] = addons.coredns_image(cluster) end
   out[#out + 1] = M.pause(cluster)
-  if not (cluster.etcd and cluster.etcd.external) then out[#out + 1] = require("manifests.etcd").image(cluster) end
+  if not (cluster.etcd and cluster.etcd.external) then out[#out + 1] = etcd.image(cluster) end
   return out
 end
 
@@ -47,7 +50,6 @@ function M.json(images)
 end
 
 function M.yaml(images)
-  local yaml = require "moonadm.yaml"
   return yaml.encode { apiVersion = M.API_VERSION, kind = M.KIND, images = yaml.array(images) }
 end
 

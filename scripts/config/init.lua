@@ -47,6 +47,20 @@ end
 
 -- A ClusterConfiguration read back from the cluster (the kubeadm-config ConfigMap's
 -- ClusterConfiguration text): defaulted and validated → cluster, warnings | nil, message.
+-- The running command's document for this node: a join's JoinConfiguration, else the
+-- InitConfiguration (init's own; upgrade's view of this node), else an empty one (reset).
+function config.node_document(cfg)
+  cfg = cfg or {}
+  return cfg.join or cfg.init or {}
+end
+
+-- The certificates dir of a ClusterConfiguration (kubeadm's default when unset), without a trailing slash.
+function config.cert_dir(cluster)
+  local d = cluster and cluster.certificatesDir
+  if not d or d == "" then d = C.certificates_dir end
+  return (d:gsub("(.)/+$", "%1"))
+end
+
 function config.load_cluster(text, source)
   source = source or "kubeadm-config"
   local cfg, err = load.load { text = text, filename = source, no_host_defaults = true }

@@ -6,27 +6,28 @@
 local config = require "config"
 local core = require "moonadm.core"
 local duration = require "config.duration"
-local data = require "flows.join.data"
+local cadmin = require "cluster.admin"
 local endpoints = require "etcd.endpoints"
 local log = require "framework.log"
 local manifests = require "manifests"
 local members = require "etcd.members"
 local nodeview = require "node.view"
+local manifests_etcd = require "manifests.etcd"
 
 local M = {}
 
 local function local_etcd(ctx)
-  return data.is_control_plane(ctx) and not ((ctx.cfg.cluster or {}).etcd or {}).external
+  return nodeview.is_control_plane(ctx) and not ((ctx.cfg.cluster or {}).etcd or {}).external
 end
 
 function M.client(ctx)
   if ctx.data.etcd then return ctx.data.etcd end
   local timeouts = ctx.cfg.join.timeouts or {}
   local timeout = config.duration_seconds(timeouts.etcdAPICall or "2m0s") or 120
-  local urls, err = endpoints.endpoints_from_pods(data.admin(ctx), {
+  local urls, err = endpoints.endpoints_from_pods(cadmin.client(ctx), {
     timeout = config.duration_seconds(timeouts.kubernetesAPICall or "1m0s") or 60 })
   if not urls then error("[etcd] finding the etcd endpoints from the etcd pods: " .. tostring(err), 0) end
-  local m, merr = members.new { endpoints = urls, cert_dir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki",
+  local m, merr = members.new { endpoints = urls, cert_dir = config.cert_dir(ctx.cfg.cluster),
     client = "healthcheck", timeout = timeout }
   if not m then error("[etcd] " .. tostring(merr), 0) end
   -- kubeadm's NewFromCluster then Sync(): the members' own client URLs replace the pods' list, so
@@ -41,7 +42,7 @@ function M.client(ctx)
   table.sort(urls)
   if #synced > 0 and table.concat(synced, ",") ~= table.concat(urls, ",") then
     m:close()
-    m, merr = members.new { endpoints = synced, cert_dir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki",
+    m, merr = members.new { endpoints = synced, cert_dir = config.cert_dir(ctx.cfg.cluster),
       client = "healthcheck", timeout = timeout }
     if not m then error("[etcd] " .. tostring(merr), 0) end
   end
@@ -71,7 +72,7 @@ function M.join(ctx)
   if not cluster then error("[etcd] " .. tostring(member), 0) end
   local initial = {}
   for _, e in ipairs(cluster) do initial[#initial + 1] = { name = e.name, url = e.peer_url } end
-  ctx:mkdir(require("manifests.etcd").data_dir(ctx.cfg.cluster), "0700")
+  ctx:mkdir(manifests_etcd.data_dir(ctx.cfg.cluster), "0700")
   log.info('[etcd] Creating static Pod manifest for "etcd"')
   manifests.create(ctx, "etcd", { initial_cluster = initial, existing = true })
   -- A learner that never catches up must not stay behind: it would count in every later quorum

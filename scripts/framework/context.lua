@@ -4,6 +4,8 @@
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
+local encoding = require "moonadm.encoding"
+local pki = require "moonadm.pki"
 
 local M = {}
 M.__index = M
@@ -17,7 +19,7 @@ function M.new(opts)
     -- As Go's os.MkdirTemp: an unguessable name, created 0700 before anything is written into it
     -- (the dir receives private keys; a predictable name in /tmp could be planted by another user).
     local tmp = os.getenv("TMPDIR") or "/tmp"
-    self.dry_root = ("%s/moonadm-dryrun-%s"):format(tmp, require("moonadm.pki").random_hex(8))
+    self.dry_root = ("%s/moonadm-dryrun-%s"):format(tmp, pki.random_hex(8))
     local real = fs.root()
     fs.set_root("/")
     local ok, err = fs.mkdir(self.dry_root, tonumber("700", 8))
@@ -49,7 +51,7 @@ function M:write(path, data, mode)
   -- The journal learns the file's content before the file is replaced: a run killed right after
   -- the write (before a later journal save) still leaves a file the journal knows as ours. A
   -- record whose write never happened is harmless: `owns` compares the content on disk.
-  local sum = core.sha256(data)
+  local sum = encoding.sha256_hex(data)
   if self.journal and not self.dry_run then
     local jok, jerr = self.journal:artifact(path, sum)
     if not jok then error(("journal: %s"):format(jerr), 0) end

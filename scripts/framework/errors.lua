@@ -2,16 +2,9 @@
 local M = {}
 local mt = { __tostring = function(e) return e.msg end }
 
-M.NOT_IMPLEMENTED = 3
-
 function M.new(code, msg) return setmetatable({ code = code, msg = msg }, mt) end
 function M.is(e) return getmetatable(e) == mt end
 function M.message(e) return M.is(e) and e.msg or tostring(e) end
 function M.code(e) return M.is(e) and e.code or 1 end
-
--- Raised by a phase whose body lands in a later issue: never a silent success.
-function M.not_implemented(what)
-  error(M.new(M.NOT_IMPLEMENTED, "not implemented yet: " .. what), 0)
-end
 
 return M

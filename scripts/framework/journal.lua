@@ -6,6 +6,7 @@ local cjson = require "cjson"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local util = require "framework.util"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 M.__index = M
@@ -23,7 +24,7 @@ end
 
 -- Inputs of a phase: its path, the effective configuration and the flags that change output.
 function M:digest(path, ctx)
-  return core.sha256(util.canon { phase = path, inputs = ctx.inputs })
+  return encoding.sha256_hex(util.canon { phase = path, inputs = ctx.inputs })
 end
 
 function M:done(path, digest)
@@ -52,7 +53,7 @@ end
 
 -- Does the journal record this file, with exactly this content, as written by one of our phases?
 function M:owns(file, content)
-  local sum = content and core.sha256(content)
+  local sum = content and encoding.sha256_hex(content)
   local w = self.data.written and self.data.written[file]
   if w and (sum == nil or w == sum) then return true end
   for _, e in pairs(self.data.phases) do

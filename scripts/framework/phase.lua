@@ -5,8 +5,6 @@
 --   names, or functions of ctx returning one), hidden, experimental, aliases, when, always_run
 --   (never skipped by --resume: checks such as preflight).
 -- `when` places a phase behind a feature gate in a flow: {gate = "Name", value = true|false}.
-local errors = require "framework.errors"
-
 local M = {}
 
 -- A copy of phase p that runs only when cond holds; the original table stays untouched so the
@@ -18,17 +16,6 @@ end
 function M.gate(name, value)
   if value == nil then value = true end
   return { gate = name, value = value }
-end
-
--- The body of a phase that lands in a later issue.
-function M.todo(path)
-  return function() errors.not_implemented(path) end
-end
-
-function M.leaf(name, desc, run, extra)
-  local p = { name = name, desc = desc, run = run }
-  for k, v in pairs(extra or {}) do p[k] = v end
-  return p
 end
 
 return M

@@ -29,6 +29,19 @@ function M.deepcopy(v)
   return setmetatable(c, getmetatable(v))
 end
 
+-- base with top laid over it key by key, as copies: a non-table or a table with a metatable (a YAML
+-- sequence) replaces; `skip`, when given, is a value of top that keeps base's (yaml.null: unset).
+function M.overlay(base, top, skip)
+  if type(top) ~= "table" or getmetatable(top) or type(base) ~= "table" or getmetatable(base) then
+    return M.deepcopy(top)
+  end
+  local out = M.deepcopy(base)
+  for k, v in pairs(top) do
+    if skip == nil or v ~= skip then out[k] = M.overlay(out[k], v, skip) end
+  end
+  return out
+end
+
 function M.split(s, sep)
   local out = {}
   for item in (s .. sep):gmatch("(.-)" .. sep:gsub("%p", "%%%0")) do out[#out + 1] = item end

@@ -1,6 +1,7 @@
 -- Kubeconfig files → client options for kube.client / moonadm.api:
 --   opts, err = kubeconfig.parse(text, {context=, filename=, base_dir=, read=})
 --   opts, err = kubeconfig.load(path, {context=, read=})
+--   entries, err = kubeconfig.current(text, path)   -- the current context's entries, as they are
 -- opts = {server=, ca_pem=|ca_file=, cert_pem=, key_pem=, token=, insecure=, tls_server_name=,
 --         context=, cluster=, user=, namespace=}
 -- *-data fields are base64 (decoded here); file fields are read with opts.read (default io.open),
@@ -8,6 +9,7 @@
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
 local api = require "moonadm.api"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 
@@ -29,6 +31,31 @@ end
 local function str(v)
   if type(v) == "string" and v ~= "" then return v end
   return nil
+end
+
+-- The entries of the current context, for tools that read or edit a kubeconfig as it is (certificate
+-- checks, renewals, a server rewrite): {doc, context, cluster, user (entries, user may be nil)} | nil, why.
+function M.current(text, path)
+  local docs, err = yaml.decode(text, path)
+  if not docs then return nil, err end
+  local doc = docs[1]
+  if type(doc) ~= "table" then return nil, ("%s: not a kubeconfig"):format(path) end
+  local cur = doc["current-context"]
+  if type(cur) ~= "string" or cur == "" then return nil, ("%s: no current-context"):format(path) end
+  local function find(list, name)
+    for _, e in ipairs(type(list) == "table" and list or {}) do
+      if type(e) == "table" and e.name == name then return e end
+    end
+  end
+  local c = find(doc.contexts, cur)
+  if not c or type(c.context) ~= "table" then
+    return nil, ("%s: current-context %q is not among the contexts"):format(path, cur)
+  end
+  local cl = find(doc.clusters, c.context.cluster)
+  if not cl or type(cl.cluster) ~= "table" then
+    return nil, ("%s: cluster %q of context %q does not exist"):format(path, tostring(c.context.cluster), cur)
+  end
+  return { doc = doc, context = c, cluster = cl, user = find(doc.users, c.context.user) }
 end
 
 function M.parse(text, o)
@@ -55,7 +82,7 @@ function M.parse(text, o)
   local function path(p) return p:sub(1, 1) == "/" and p or (base .. "/" .. p) end
   local function data(t, field, filefield, where)
     if str(t[field]) then
-      local v, derr = api.b64decode(t[field])
+      local v, derr = encoding.base64_decode(t[field])
       if not v then return nil, ("%s: %s %s: %s"):format(src, where, field, derr) end
       return v
     elseif str(t[filefield]) then

@@ -5,7 +5,6 @@ local core = require "moonadm.core"
 local capi = require "cluster.api"
 local cnode = require "cluster.node"
 local config = require "config"
-local data = require "flows.join.data"
 local discovery = require "cluster.discovery"
 local duration = require "config.duration"
 local fs = require "moonadm.fs"
@@ -15,6 +14,7 @@ local log = require "framework.log"
 local runtime = require "runtime"
 local yaml = require "moonadm.yaml"
 local nodeview = require "node.view"
+local pki = require "moonadm.pki"
 
 local M = {}
 
@@ -30,7 +30,7 @@ end
 -- yes under ControlPlaneKubeletLocalMode, unless `--kubelet-server endpoint|local` (a moonadm
 -- experiment) says otherwise.
 function M.local_server(ctx)
-  if not data.is_control_plane(ctx) then return false end
+  if not nodeview.is_control_plane(ctx) then return false end
   local choice = ctx.flags and ctx.flags["kubelet-server"]
   if choice == "local" then return true end
   if choice == "endpoint" then return false end
@@ -40,12 +40,11 @@ end
 -- Does this node run a local (stacked) etcd member?
 function M.local_etcd(ctx)
   local cluster = ctx.cfg and ctx.cfg.cluster or {}
-  return data.is_control_plane(ctx) and not (cluster.etcd or {}).external
+  return nodeview.is_control_plane(ctx) and not (cluster.etcd or {}).external
 end
 
 -- Does this machine's kubelet hold a client certificate of system:node:NAME signed by the cluster CA?
 function M.holds_identity(ctx, name, ca_pem)
-  local pki = require "moonadm.pki"
   local pem = ctx:read("/var/lib/kubelet/pki/kubelet-client-current.pem")
   local cert = pem and pki.read_cert(pem)
   local ca = ca_pem and pki.read_cert(ca_pem)
@@ -84,7 +83,7 @@ function M.start(ctx)
   end
   local rt = runtime.for_ctx(ctx)
   if not ctx.dry_run then rt.stop_kubelet(ctx) end
-  kubelet.write_files(ctx, { taints_as_flags = not data.is_control_plane(ctx) })
+  kubelet.write_files(ctx, { taints_as_flags = not nodeview.is_control_plane(ctx) })
   log.info("[kubelet-start] Starting the kubelet")
   if not ctx.dry_run then rt.start_kubelet(ctx) end
 end

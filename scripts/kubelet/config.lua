@@ -7,6 +7,8 @@ local yaml = require "moonadm.yaml"
 local cnet = require "config.net"
 local C = require "config.constants"
 local util = require "framework.util"
+local log = require "framework.log"
+local patches = require "manifests.patches"
 
 local M = {}
 
@@ -44,17 +46,7 @@ local function zero()
   }
 end
 
-local function overlay(base, top)
-  if type(top) ~= "table" or getmetatable(top) == yaml.array_mt or type(base) ~= "table"
-      or getmetatable(base) == yaml.array_mt then
-    return util.deepcopy(top)
-  end
-  local out = util.deepcopy(base)
-  for k, v in pairs(top) do
-    if v ~= yaml.null then out[k] = overlay(out[k], v) end
-  end
-  return out
-end
+local function overlay(base, top) return util.overlay(base, top, yaml.null) end
 
 local function format_ip(fam, b)
   if fam == 4 then return table.concat(b, ".", 1, 4) end
@@ -123,7 +115,7 @@ function M.build(cluster, user)
   if cfg.healthzPort == nil then cfg.healthzPort = 10248 end
   if empty(cfg.cgroupDriver) then cfg.cgroupDriver = "systemd" end
   if cfg.rotateCertificates == false then
-    require("framework.log").warn("kubelet configuration: rotateCertificates=false is not supported by kubeadm; setting it to true")
+    log.warn("kubelet configuration: rotateCertificates=false is not supported by kubeadm; setting it to true")
   end
   cfg.rotateCertificates = true
   return cfg
@@ -138,7 +130,6 @@ end
 -- The full config.yaml text: defaults, then (NodeLocalCRISocket) the instance config as a strategic
 -- patch, then the user's kubeletconfiguration patches — which therefore win (the seed's rule).
 function M.render(ctx, socket)
-  local patches = require "manifests.patches"
   local cfg = M.build(ctx.cfg.cluster, ctx.cfg.kubelet)
   if ctx:gate("NodeLocalCRISocket") then
     cfg = patches.strategic(cfg, { containerRuntimeEndpoint = socket }, "plain")

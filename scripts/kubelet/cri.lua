@@ -2,6 +2,7 @@
 -- under the root (kubeadm's DetectCRISocket): one found is used; several is an error asking the
 -- user to choose; none gives kubeadm's default (containerd) with a warning.
 local fs = require "moonadm.fs"
+local config = require "config"
 local log = require "framework.log"
 
 local M = {}
@@ -41,7 +42,7 @@ end
 -- The node's endpoint (configured or detected), memoised on ctx.data.
 function M.socket(ctx)
   if ctx.data.cri_socket then return ctx.data.cri_socket end
-  local doc = ctx.cfg.join or ctx.cfg.init or {}
+  local doc = config.node_document(ctx.cfg)
   local s = doc.nodeRegistration and doc.nodeRegistration.criSocket
   if not s or s == "" then s = M.detect() end
   ctx.data.cri_socket = s

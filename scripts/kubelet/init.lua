@@ -3,6 +3,7 @@
 local config = require "kubelet.config"
 local flags = require "kubelet.flags_env"
 local cri = require "kubelet.cri"
+local kubeadm_config = require "config"
 local log = require "framework.log"
 local nodeview = require "node.view"
 
@@ -12,13 +13,13 @@ local M = { config = config, flags = flags, cri = cri }
 -- with --register-with-taints. Returns {config = text, flags = text, instance = text|nil}.
 function M.write_files(ctx, opts)
   opts = opts or {}
-  local doc = ctx.cfg.join or ctx.cfg.init or {}
+  local doc = kubeadm_config.node_document(ctx.cfg)
   local nodereg = doc.nodeRegistration or {}
   local socket = cri.socket(ctx)
   local gate = ctx:gate("NodeLocalCRISocket")
   local list = flags.list(ctx.cfg.cluster, nodereg, {
     socket = socket, gate_cri = gate, node_name = nodeview.name(ctx),
-    hostname = require("config").node_name_default(), taints_as_flags = opts.taints_as_flags })
+    hostname = kubeadm_config.node_name_default(), taints_as_flags = opts.taints_as_flags })
   local out = {}
   ctx:mkdir(config.DIR, "0700")
   out.flags = flags.text(list)

@@ -11,6 +11,7 @@ local fs = require "moonadm.fs"
 local proc = require "moonadm.proc"
 local yaml = require "moonadm.yaml"
 local pods_mod = require "lab.pods"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 
@@ -101,7 +102,7 @@ function Kubelet:sync_manifests()
       local text = fs.read(path)
       if text then
         seen[path] = true
-        local hash = core.sha256(text):sub(1, 32)
+        local hash = encoding.sha256_hex(text):sub(1, 32)
         local pod = self.pods[path]
         if not pod or pod.hash ~= hash then
           local m, err = decode_manifest(text, path)

@@ -7,6 +7,7 @@
 local cjson = require "cjson"
 local core = require "moonadm.core"
 local proc = require "moonadm.proc"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 
@@ -160,7 +161,7 @@ function M.candidates(lab)
     for i = 0, 255 do list[#list + 1] = ("%s.%d"):format(M.POOL, i) end
     return list
   end
-  local h = tonumber(core.sha256(lab):sub(1, 8), 16)
+  local h = tonumber(encoding.sha256_hex(lab):sub(1, 8), 16)
   local start = h % 255 -- 0..254 -> third octet 1..255
   for i = 0, 254 do list[#list + 1] = ("%s.%d"):format(M.POOL, (start + i) % 255 + 1) end
   return list

@@ -14,6 +14,7 @@ local kubeconfig = require "kube.kubeconfig"
 local pki = require "moonadm.pki"
 local version = require "framework.version"
 local yaml = require "moonadm.yaml"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 M.__index = M
@@ -66,7 +67,7 @@ function M:client_pem_from_kubelet_conf(text)
     local key = u.user and u.user["client-key-data"]
     if cert and key then
       fs.mkdir("/var/lib/kubelet/pki", "0755")
-      local pem = api.b64decode(cert) .. api.b64decode(key)
+      local pem = encoding.base64_decode(cert) .. encoding.base64_decode(key)
       local name = ("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S"))
       fs.write(name, pem, "0600")
       fs.write(CLIENT_PEM, pem, "0600")
@@ -107,7 +108,7 @@ function M:bootstrap()
     local obj, oerr = c:create {
       apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest",
       metadata = { generateName = "csr-" },
-      spec = { request = api.b64encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
+      spec = { request = encoding.base64_encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
         usages = { "digital signature", "client auth" } },
     }
     if not obj then c:close() return self:note("bootstrap CSR", oerr) end
@@ -126,14 +127,14 @@ function M:bootstrap()
   end
   local cert = obj.status and obj.status.certificate
   if not cert or cert == "" then return end
-  local pem = api.b64decode(cert) .. b.key_pem
+  local pem = encoding.base64_decode(cert) .. b.key_pem
   fs.mkdir("/var/lib/kubelet/pki", "0755")
   fs.write(("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S")), pem, "0600")
   fs.write(CLIENT_PEM, pem, "0600")
   local conf = {
     apiVersion = "v1", kind = "Config",
     clusters = { { name = "default-cluster", cluster = { server = b.server,
-      ["certificate-authority-data"] = api.b64encode(b.ca_pem) } } },
+      ["certificate-authority-data"] = encoding.base64_encode(b.ca_pem) } } },
     contexts = { { name = "default-context", context = { cluster = "default-cluster", user = "default-auth",
       namespace = "default" } } },
     ["current-context"] = "default-context",
@@ -354,7 +355,7 @@ function M:rotate(force)
     local csr = assert(pki.create_csr(key, { cn = "system:node:" .. self.node, o = { "system:nodes" } }))
     local obj, err = self.client:create {
       apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest", metadata = { generateName = "csr-" },
-      spec = { request = api.b64encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
+      spec = { request = encoding.base64_encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
         usages = { "digital signature", "client auth" } } }
     if not obj then return self:note("certificate rotation", err) end
     r = { name = obj.metadata.name, key_pem = key:pem() }
@@ -365,7 +366,7 @@ function M:rotate(force)
   if not obj then return self:note("certificate rotation", err) end
   local signed = obj.status and obj.status.certificate
   if not signed or signed == "" then return end
-  local new = api.b64decode(signed) .. r.key_pem
+  local new = encoding.base64_decode(signed) .. r.key_pem
   fs.write(("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S")), new, "0600")
   fs.write(CLIENT_PEM, new, "0600")
   self.rotation, self.rotate_now = nil, false

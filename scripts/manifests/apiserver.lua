@@ -3,6 +3,8 @@ local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
 local nodeview = require "node.view"
+local log = require "framework.log"
+local net = require "config.net"
 
 local M = {}
 
@@ -14,7 +16,7 @@ local function authz_modes(user)
     local modes = {}
     for m in user:gmatch("[^,]+") do
       if VALID_AUTHZ[m] then modes[#modes + 1] = m
-      else require("framework.log").warn("ignoring unknown kube-apiserver authorization-mode %q", m) end
+      else log.warn("ignoring unknown kube-apiserver authorization-mode %q", m) end
     end
     if #modes > 0 then return table.concat(modes, ",") end
   end
@@ -107,7 +109,7 @@ end
 
 -- The probe host: the advertise address, loopback when it is unspecified.
 function M.probe_host(adv)
-  local cls = require("config.net").classify(adv)
+  local cls = net.classify(adv)
   if cls == "unspecified" then return pod.loopback(pod.is_ipv6(adv)) end
   return adv
 end

@@ -3,6 +3,7 @@ local args = require "manifests.args"
 local pod = require "manifests.pod"
 local fs = require "moonadm.fs"
 local C = require "config.constants"
+local config_net = require "config.net"
 
 local M = {}
 
@@ -15,7 +16,7 @@ M.FLEXVOLUME_DIR = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 function M.probe_host(extra)
   local b = args.get(extra, "bind-address")
   if not b or b == "" then return "127.0.0.1" end
-  if require("config.net").classify(b) == "unspecified" then return nil end
+  if config_net.classify(b) == "unspecified" then return nil end
   return b
 end
 

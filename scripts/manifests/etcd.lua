@@ -3,6 +3,7 @@ local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
 local nodeview = require "node.view"
+local net = require "config.net"
 
 local M = {}
 
@@ -70,7 +71,7 @@ function M.probe_endpoint(ctx)
       if not h then h = rest:match("^%[?([^%]/:]+)") end
       if h then host = h end
       port = tonumber(p) or (sch == "https" and 443 or 80)
-      if require("config.net").classify(host) == "unspecified" then host = pod.loopback(pod.is_ipv6(host)) end
+      if net.classify(host) == "unspecified" then host = pod.loopback(pod.is_ipv6(host)) end
     end
   end
   return host, port, scheme

@@ -5,16 +5,21 @@ local yaml = require "moonadm.yaml"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local pod = require "manifests.pod"
+local manifests_apiserver = require "manifests.apiserver"
+local controller_manager = require "manifests.controller_manager"
+local manifests_scheduler = require "manifests.scheduler"
+local manifests_etcd = require "manifests.etcd"
+local patches = require "manifests.patches"
 
 local M = {}
 
 M.DIR = pod.MANIFESTS_DIR
 
 M.builders = {
-  ["kube-apiserver"] = function(ctx) return require("manifests.apiserver").build(ctx) end,
-  ["kube-controller-manager"] = function(ctx) return require("manifests.controller_manager").build(ctx) end,
-  ["kube-scheduler"] = function(ctx) return require("manifests.scheduler").build(ctx) end,
-  ["etcd"] = function(ctx, opts) return require("manifests.etcd").build(ctx, opts) end,
+  ["kube-apiserver"] = function(ctx) return manifests_apiserver.build(ctx) end,
+  ["kube-controller-manager"] = function(ctx) return controller_manager.build(ctx) end,
+  ["kube-scheduler"] = function(ctx) return manifests_scheduler.build(ctx) end,
+  ["etcd"] = function(ctx, opts) return manifests_etcd.build(ctx, opts) end,
 }
 
 function M.path(component)
@@ -26,7 +31,7 @@ function M.generate(ctx, component, opts)
   local build = M.builders[component]
   if not build then error("unknown control-plane component " .. tostring(component), 0) end
   local p = build(ctx, opts)
-  return require("manifests.patches").apply_for(ctx, component, p)
+  return patches.apply_for(ctx, component, p)
 end
 
 function M.encode(p)

@@ -3,8 +3,10 @@
 -- priority, seccomp, probes on the named port "probe-port", volumes sorted by name, env.
 local yaml = require "moonadm.yaml"
 local fs = require "moonadm.fs"
+local config = require "config"
 local cnet = require "config.net"
 local C = require "config.constants"
+local core = require "moonadm.core"
 
 local M = {}
 
@@ -53,9 +55,9 @@ end
 
 -- Seconds of timeouts.controlPlaneComponentHealthCheck (the startup probe's budget).
 function M.health_check_seconds(ctx)
-  local doc = ctx.cfg.join or ctx.cfg.init or {}
+  local doc = config.node_document(ctx.cfg)
   local t = doc.timeouts and doc.timeouts.controlPlaneComponentHealthCheck or C.timeouts.controlPlaneComponentHealthCheck
-  return require("config").duration_seconds(t) or 240
+  return config.duration_seconds(t) or 240
 end
 
 -- A host path mount: {name, host, mount, ro, type}.
@@ -119,7 +121,7 @@ function M.env(extra, no_proxy_vars)
   -- every variable whose name ends in "_proxy" (any case) with a non-empty value, sorted by name
   -- (kubeadm's GetProxyEnvVars: ALL_PROXY, FTP_PROXY... too; checked against the reference kubeadm)
   local values = {}
-  for _, kv in ipairs(no_proxy_vars and {} or require("moonadm.core").environ()) do
+  for _, kv in ipairs(no_proxy_vars and {} or core.environ()) do
     local n, v = kv:match("^([^=]*)=(.*)$")
     if n and v ~= "" and n:lower():sub(-6) == "_proxy" and not values[n] then
       names[#names + 1] = n

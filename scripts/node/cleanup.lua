@@ -12,12 +12,13 @@ local log = require "framework.log"
 local manifests = require "manifests.installed"
 local proc = require "moonadm.proc"
 local wait = require "node.wait_stopped"
+local C = require "config.constants"
 
 local M = {
   KUBELET_DIR = "/var/lib/kubelet",
   TMP_DIR = "/etc/kubernetes/tmp",
   JOURNAL_DIR = "/var/lib/moonadm",
-  DEFAULT_CERT_DIR = "/etc/kubernetes/pki",
+  DEFAULT_CERT_DIR = C.certificates_dir,
   -- kubeadm's resetConfigDir order
   FILES = { "/etc/kubernetes/admin.conf", "/etc/kubernetes/super-admin.conf", "/etc/kubernetes/kubelet.conf",
     "/etc/kubernetes/bootstrap-kubelet.conf", "/etc/kubernetes/controller-manager.conf",

@@ -4,7 +4,10 @@
 -- that the journal records as this engine's own (with the same content) passes under --resume.
 local fs = require "moonadm.fs"
 local core = require "moonadm.core"
+local config = require "config"
 local log = require "framework.log"
+local net = require "moonadm.net"
+local config_net = require "config.net"
 
 local M = {}
 
@@ -96,7 +99,6 @@ function M.port_open(port, ip, owner)
     name = ("Port-%d"):format(port),
     run = function(ctx)
       if ctx and vouched(ctx, owner) and fs.exists(owner) then return end
-      local net = require "moonadm.net"
       local wild = ip and ip:find(":", 1, true) and "::" or "0.0.0.0"
       for _, addr in ipairs { ip or wild, wild } do
         local free, err = net.port_free(addr, port)
@@ -168,7 +170,7 @@ function M.hostname(node_name)
   return {
     name = "Hostname",
     run = function()
-      if not require("config.net").is_dns_subdomain(node_name) then
+      if not config_net.is_dns_subdomain(node_name) then
         return { { level = "error", msg = ("invalid node name format %q"):format(node_name) } }
       end
       -- ahosts (getaddrinfo, any family) answers from /etc/hosts at once; `getent hosts` asks for IPv6
@@ -256,7 +258,7 @@ end
 -- Runs the checks; raises one error listing every failing check, kubeadm-style.
 function M.run(ctx, checks)
   local ignore = {}
-  local doc = ctx.cfg and (ctx.cfg.init or ctx.cfg.join) or {}
+  local doc = config.node_document(ctx.cfg)
   local from_cfg = ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.ignorePreflightErrors
     or (doc.nodeRegistration or {}).ignorePreflightErrors
   for _, n in ipairs(from_cfg or ctx.flags["ignore-preflight-errors"] or {}) do

@@ -19,6 +19,7 @@ local pki = require "moonadm.pki"
 local M = {}
 
 M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+M.APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 M.ENDPOINT_ANNOTATION = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
 
 local function view(ctx)
@@ -50,10 +51,12 @@ function M.is_control_plane(ctx)
   return true
 end
 
+-- Does this node run a control plane now (its kube-apiserver manifest is here)? What upgrade asks.
+function M.runs_control_plane(ctx) return ctx:exists(M.APISERVER_MANIFEST) end
+
 -- (read each time: a site phase may rename the node before the phases that use the name)
 function M.name(ctx)
-  local cfg = ctx.cfg or {}
-  local doc = cfg.join or cfg.init or {}
+  local doc = config.node_document(ctx.cfg)
   local n = doc.nodeRegistration and doc.nodeRegistration.name
   if not n or n == "" then n = config.node_name_default() end
   return n
@@ -168,7 +171,7 @@ function M.advertise_address_on_disk(client, name, read)
     local ann = api.metadata and api.metadata.annotations and api.metadata.annotations[M.ENDPOINT_ANNOTATION]
     local c = api.spec and api.spec.containers and api.spec.containers[1] or {}
     local host = (ann and split_hostport(ann)) or flag(c.command, "advertise-address") or flag(c.args, "advertise-address")
-    if host then return host, "/etc/kubernetes/manifests/kube-apiserver.yaml" end
+    if host then return host, M.APISERVER_MANIFEST end
   end
   local etcd = read("etcd")
   local c = etcd and etcd.spec and etcd.spec.containers and etcd.spec.containers[1] or {}

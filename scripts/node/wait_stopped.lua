@@ -7,6 +7,7 @@ local cjson = require "cjson"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local proc = require "moonadm.proc"
+local uv = require "luv"
 
 local M = {
   STATUS = "/var/lib/moonadm-lab/kubelet-status.json",
@@ -18,7 +19,6 @@ local M = {
 
 -- Does something accept a TCP connection on host:port (within timeout_ms)?
 function M.port_answers(host, port, timeout_ms)
-  local uv = require "luv"
   local result, done = false, false
   local tcp, timer = uv.new_tcp(), uv.new_timer()
   local function finish(ok)

@@ -3,10 +3,11 @@
 -- manager/scheduler.conf, the CAs), their expiry, and renewal with a new key.
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
-local b64 = require "pki.base64"
+local encoding = require "moonadm.encoding"
 local certlist = require "pki.certlist"
 local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
+local kube_kubeconfig = require "kube.kubeconfig"
 
 local M = {}
 
@@ -43,14 +44,14 @@ function M.load(E, row)
     if not cert then error(("failed to load existing certificate %s: %s"):format(row.path, err), 0) end
     return cert
   end
-  local kc, err = kubeconfig.parse(text, row.path)
+  local kc, err = kube_kubeconfig.current(text, row.path)
   if not kc then error(("failed to load kubeconfig file %s: %s"):format(row.path, err), 0) end
   local data = kc.user and kc.user.user and kc.user.user["client-certificate-data"]
   if type(data) ~= "string" then
     error(("kubeconfig file %s: the user of the current context has no embedded client-certificate-data")
       :format(row.path), 0)
   end
-  local pem, derr = b64.decode(data)
+  local pem, derr = encoding.base64_decode(data)
   local cert
   if pem then cert, derr = pki.read_cert(pem) end
   if not cert then error(("kubeconfig file %s: client-certificate-data: %s"):format(row.path, derr), 0) end
@@ -215,8 +216,8 @@ function M.renew(E, rows)
   end
   for _, j in ipairs(jobs) do
     if j.row.kind == "kubeconfig" then
-      j.kc.user.user["client-certificate-data"] = b64.encode(assert(j.new:pem()))
-      j.kc.user.user["client-key-data"] = b64.encode(assert(j.key:pem()))
+      j.kc.user.user["client-certificate-data"] = encoding.base64_encode(assert(j.new:pem()))
+      j.kc.user.user["client-key-data"] = encoding.base64_encode(assert(j.key:pem()))
       E.ctx:write(j.row.path, yaml.encode(j.kc.doc), tonumber("600", 8))
     else
       tree.write_pair(E, j.row.entry.base, j.key, j.new)

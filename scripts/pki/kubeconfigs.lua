@@ -3,11 +3,12 @@
 -- validation (wrong CA: error; other server: warning).
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
-local b64 = require "pki.base64"
+local encoding = require "moonadm.encoding"
 local certlist = require "pki.certlist"
 local nodeview = require "node.view"
 local tree = require "pki.tree"
 local log = require "framework.log"
+local kubeconfig = require "kube.kubeconfig"
 
 local M = {}
 
@@ -47,10 +48,10 @@ end
 -- client-go's clientcmd.Write of a Config with one cluster, context and user.
 function M.encode(t)
   local cluster = { server = t.server }
-  if t.ca_pem then cluster["certificate-authority-data"] = b64.encode(t.ca_pem) end
+  if t.ca_pem then cluster["certificate-authority-data"] = encoding.base64_encode(t.ca_pem) end
   local user = {}
-  if t.cert_pem then user["client-certificate-data"] = b64.encode(t.cert_pem) end
-  if t.key_pem then user["client-key-data"] = b64.encode(t.key_pem) end
+  if t.cert_pem then user["client-certificate-data"] = encoding.base64_encode(t.cert_pem) end
+  if t.key_pem then user["client-key-data"] = encoding.base64_encode(t.key_pem) end
   if t.token then user.token = t.token end
   local ctxname = t.user .. "@" .. t.cluster
   return yaml.encode {
@@ -63,43 +64,19 @@ function M.encode(t)
   }
 end
 
--- Parsed kubeconfig: {doc, cluster (entry), user (entry), context} of the current context | nil, why.
-function M.parse(text, path)
-  local docs, err = yaml.decode(text, path)
-  if not docs then return nil, err end
-  local doc = docs[1]
-  if type(doc) ~= "table" then return nil, ("%s: not a kubeconfig"):format(path) end
-  local cur = doc["current-context"]
-  if type(cur) ~= "string" or cur == "" then return nil, ("%s: no current-context"):format(path) end
-  local function find(list, name)
-    for _, e in ipairs(type(list) == "table" and list or {}) do
-      if type(e) == "table" and e.name == name then return e end
-    end
-  end
-  local c = find(doc.contexts, cur)
-  if not c or type(c.context) ~= "table" then
-    return nil, ("%s: current-context %q is not among the contexts"):format(path, cur)
-  end
-  local cl = find(doc.clusters, c.context.cluster)
-  if not cl or type(cl.cluster) ~= "table" then
-    return nil, ("%s: cluster %q of context %q does not exist"):format(path, tostring(c.context.cluster), cur)
-  end
-  return { doc = doc, context = c, cluster = cl, user = find(doc.users, c.context.user) }
-end
-
 local function trim(s) return (s:gsub("^%s+", ""):gsub("%s+$", "")) end
 
 -- kubeadm's validateKubeConfig: the CA must be the current one (else error), a different server
 -- warns. Returns true or raises.
 function M.validate(E, path, text, ca_pem, server)
-  local kc, err = M.parse(text, path)
+  local kc, err = kubeconfig.current(text, path)
   if not kc then error(("failed to load kubeconfig file %s: %s"):format(path, err), 0) end
   local cluster = kc.cluster.cluster
   local data = cluster["certificate-authority-data"]
   local have
   if type(data) == "string" and data ~= "" then
     local derr
-    have, derr = b64.decode(data)
+    have, derr = encoding.base64_decode(data)
     if not have then error(("kubeconfig file %s: certificate-authority-data: %s"):format(path, derr), 0) end
   elseif type(cluster["certificate-authority"]) == "string" then
     have = E.ctx:read(cluster["certificate-authority"])

@@ -34,7 +34,7 @@ function M.env(ctx, opts)
   local E = {
     ctx = ctx,
     cluster = cluster,
-    dir = (opts.cert_dir or cluster.certificatesDir or "/etc/kubernetes/pki"):gsub("/+$", ""),
+    dir = opts.cert_dir and (opts.cert_dir:gsub("(.)/+$", "%1")) or config.cert_dir(cluster),
     node_name = opts.node_name or nodeview.name(ctx),
     alg = alg,
     start = M.start_time(ctx),

@@ -4,8 +4,9 @@
 -- ClusterConfiguration or when its ConfigMap (coredns / kube-proxy) is missing.
 local log = require "framework.log"
 local cadmin = require "cluster.admin"
-local data = require "flows.upgrade.data"
 local pod = require "manifests.pod"
+local nodeview = require "node.view"
+local cluster_addons = require "cluster.addons"
 
 local M = {}
 
@@ -42,7 +43,7 @@ function M.ready(ctx)
 end
 
 local function skip_non_cp(ctx, what)
-  if data.is_control_plane(ctx) then return false end
+  if nodeview.runs_control_plane(ctx) then return false end
   log.info("[upgrade/addon] Skipping the addon/%s phase. Not a control plane node.", what)
   return true
 end
@@ -59,7 +60,7 @@ function M.coredns(ctx)
     return
   end
   if not M.ready(ctx) then return end
-  require("cluster.addons").coredns(ctx)
+  cluster_addons.coredns(ctx)
 end
 
 function M.kube_proxy(ctx)
@@ -74,7 +75,7 @@ function M.kube_proxy(ctx)
     return
   end
   if not M.ready(ctx) then return end
-  require("cluster.addons").kube_proxy(ctx)
+  cluster_addons.kube_proxy(ctx)
 end
 
 return M

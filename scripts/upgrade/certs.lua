@@ -11,6 +11,8 @@ local expiration = require "pki.expiration"
 local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 local altnames = require "pki.altnames"
+local encoding = require "moonadm.encoding"
+local yaml = require "moonadm.yaml"
 
 local M = {}
 
@@ -74,10 +76,9 @@ function M.renew(ctx, names, prefix)
         local new, err = pki.sign_cert(keys[1], spec, ca.cert, ca.key)
         if not new then error(("failed to renew %s: %s"):format(row.name, err), 0) end
         if row.kind == "kubeconfig" then
-          local b64 = require "pki.base64"
-          kc.user.user["client-certificate-data"] = b64.encode(assert(new:pem()))
-          kc.user.user["client-key-data"] = b64.encode(assert(keys[1]:pem()))
-          ctx:write(row.path, require("moonadm.yaml").encode(kc.doc), "0600")
+          kc.user.user["client-certificate-data"] = encoding.base64_encode(assert(new:pem()))
+          kc.user.user["client-key-data"] = encoding.base64_encode(assert(keys[1]:pem()))
+          ctx:write(row.path, yaml.encode(kc.doc), "0600")
         else
           tree.write_pair(E, row.entry.base, keys[1], new)
         end

@@ -20,6 +20,11 @@ local M = {}
 
 local function errors_msg(e) return require("framework.errors").message(e) end
 local nodeview = require "node.view"
+local encoding = require "moonadm.encoding"
+local members = require "etcd.members"
+local pod = require "manifests.pod"
+local manifests_etcd = require "manifests.etcd"
+local config = require "config"
 
 M.TMP = "/etc/kubernetes/tmp"
 M.COMPONENTS = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" }
@@ -29,7 +34,7 @@ M.INTERVAL = 0.25
 function M.timestamp() return os.date("%Y-%m-%d-%H-%M-%S") end
 
 -- What the lab's kubelet stand-in puts in kubernetes.io/config.hash: the manifest's content hash.
-function M.content_hash(text) return core.sha256(text):sub(1, 32) end
+function M.content_hash(text) return encoding.sha256_hex(text):sub(1, 32) end
 
 -- Copies a directory tree (etcd's data dir) under the root; returns the number of files copied.
 function M.copy_tree(src, dst)
@@ -100,9 +105,7 @@ function M.wait_healthy(ctx, component, timeout)
     return true
   end
   if component == "etcd" then
-    local members = require "etcd.members"
-    local cdir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki"
-    local pod = require "manifests.pod"
+    local cdir = config.cert_dir(ctx.cfg.cluster)
     local adv = nodeview.advertise_address(ctx)
     local ep = "https://" .. pod.join_host_port(adv, 2379)
     capi.poll("etcd to be healthy", timeout, M.INTERVAL, function()
@@ -151,7 +154,7 @@ function M.rollback(ctx, st, reason)
   end
   if st.etcd_failed and st.etcd_backup and (st.etcd_backup_files or 0) > 0 then
     -- kubeadm's rollbackEtcdData; the failed data dir is kept next to the backup first
-    local ddir = require("manifests.etcd").data_dir(ctx.cfg.cluster)
+    local ddir = manifests_etcd.data_dir(ctx.cfg.cluster)
     local failed = st.etcd_backup .. "-failed"
     log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s (the data it had is kept in %s)", ddir,
       st.etcd_backup, failed)
@@ -214,7 +217,7 @@ end
 -- The whole phase. opts.node: `upgrade node` (skips when this is not a control-plane node).
 function M.run(ctx, opts)
   opts = opts or {}
-  if not data.is_control_plane(ctx) then
+  if not nodeview.runs_control_plane(ctx) then
     log.info("[upgrade/control-plane] Skipping phase. Not a control plane node.")
     return
   end
@@ -231,7 +234,7 @@ function M.run(ctx, opts)
   end
   local local_etcd = not (cluster.etcd and cluster.etcd.external)
   if local_etcd and part.etcdUpgrade ~= false and ctx:exists(manifests.path("etcd")) then
-    local ddir = require("manifests.etcd").data_dir(cluster)
+    local ddir = manifests_etcd.data_dir(cluster)
     local old = ctx:read(manifests.path("etcd"))
     local new = manifests.encode(manifests.generate(ctx, "etcd"))
     if old ~= new and not ctx.dry_run then

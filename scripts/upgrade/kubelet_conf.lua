@@ -5,30 +5,23 @@ local yaml = require "moonadm.yaml"
 local log = require "framework.log"
 local data = require "flows.upgrade.data"
 local nodeview = require "node.view"
+local runtime_mod = require "runtime"
+local kubeconfig = require "kube.kubeconfig"
 
 local M = {}
 
 -- Rewrites the server of the current context's cluster in a kubeconfig text from `from` to `to`.
 -- Returns the new text, or nil when the server is not `from` (and the server found).
 function M.rewrite(text, from, to)
-  local docs, err = yaml.decode(text, data.KUBELET_CONF)
-  if not docs then error(err, 0) end
-  local doc = docs[1]
-  local cur = doc["current-context"]
-  local cname
-  for _, c in ipairs(doc.contexts or {}) do if c.name == cur then cname = c.context and c.context.cluster end end
-  for _, cl in ipairs(doc.clusters or {}) do
-    if cl.name == cname and type(cl.cluster) == "table" then
-      if cl.cluster.server ~= from then return nil, cl.cluster.server end
-      cl.cluster.server = to
-      return yaml.encode(doc), from
-    end
-  end
-  return nil, nil
+  local kc, err = kubeconfig.current(text, data.KUBELET_CONF)
+  if not kc then error(err, 0) end
+  if kc.cluster.cluster.server ~= from then return nil, kc.cluster.cluster.server end
+  kc.cluster.cluster.server = to
+  return yaml.encode(kc.doc), from
 end
 
 function M.run(ctx)
-  if not data.is_control_plane(ctx) then
+  if not nodeview.runs_control_plane(ctx) then
     log.info("[upgrade/kubeconfig] Skipping phase. Not a control plane node.")
     return
   end
@@ -55,7 +48,7 @@ function M.run(ctx)
   end
   log.info("[upgrade/kubeconfig] Updating the server of %s from %q to %q", data.KUBELET_CONF, cpe_url, local_url)
   ctx:write(data.KUBELET_CONF, new, "0600")
-  local rt = require("runtime").for_ctx(ctx)
+  local rt = runtime_mod.for_ctx(ctx)
   log.info("[upgrade/kubeconfig] Restarting the kubelet")
   rt.restart_kubelet(ctx)
   ctx.data.kubelet_conf_rewritten = { from = cpe_url, to = local_url }

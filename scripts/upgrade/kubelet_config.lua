@@ -8,6 +8,7 @@ local log = require "framework.log"
 local kconfig = require "kubelet.config"
 local kflags = require "kubelet.flags_env"
 local cri = require "kubelet.cri"
+local control_plane = require "upgrade.control_plane"
 
 local M = {}
 
@@ -27,7 +28,7 @@ function M.strip_cri_flag(text)
 end
 
 function M.run(ctx)
-  local ts = require("upgrade.control_plane").timestamp()
+  local ts = control_plane.timestamp()
   local gate = ctx:gate("NodeLocalCRISocket")
   local changed = false
   local socket

@@ -6,6 +6,8 @@ local yaml = require "moonadm.yaml"
 local C = require "config.constants"
 local capi = require "cluster.api"
 local version = require "upgrade.version"
+local config_mod = require "config"
+local json = require "kube.json"
 
 local M = {}
 
@@ -49,7 +51,7 @@ function M.collect(c)
   if cerr then return nil, "reading ConfigMap kube-system/kubeadm-config: " .. tostring(cerr) end
   local text = cm and cm.data and cm.data.ClusterConfiguration
   if text then
-    local cluster = require("config").load_cluster(text)
+    local cluster = config_mod.load_cluster(text)
     if cluster then
       f.local_etcd = not (cluster.etcd and cluster.etcd.external)
       f.dns_disabled = cluster.dns and cluster.dns.disabled
@@ -177,7 +179,6 @@ function M.object(plan)
 end
 
 function M.json(plan)
-  local json = require "kube.json"
   local o = M.object(plan)
   setmetatable(o.availableUpgrades, json.array_mt)
   return (json.encode(o):gsub("\\/", "/")) .. "\n"

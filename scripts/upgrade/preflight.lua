@@ -7,6 +7,7 @@ local config = require "config"
 local cadmin = require "cluster.admin"
 local data = require "flows.upgrade.data"
 local version = require "upgrade.version"
+local nodeview = require "node.view"
 
 local M = {}
 
@@ -55,7 +56,7 @@ function M.health(ctx, c, nodes)
   for _, n in ipairs(nodes) do if n.control_plane and not n.ready then bad[#bad + 1] = n.node end end
   check("ControlPlaneNodesReady", #bad == 0, "there are NotReady control-planes in the cluster: [" ..
     table.concat(bad, " ") .. "]")
-  if data.is_control_plane(ctx) then
+  if nodeview.runs_control_plane(ctx) then
     local missing = {}
     for _, comp in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
       if not ctx:exists(("/etc/kubernetes/manifests/%s.yaml"):format(comp)) then missing[#missing + 1] = comp end
@@ -105,7 +106,7 @@ end
 
 function M.node(ctx)
   log.info("[preflight] Running pre-flight checks")
-  if not data.is_control_plane(ctx) then
+  if not nodeview.runs_control_plane(ctx) then
     log.info("[preflight] Skipping prepull. Not a control plane node.")
     return
   end

@@ -2,6 +2,7 @@
 -- from the cluster's version with this kubeadm (the pinned reference release), and the kubelet
 -- skew. Pure: every input is given, nothing is looked up.
 local C = require "config.constants"
+local log = require "framework.log"
 
 local M = {}
 
@@ -118,7 +119,7 @@ end
 
 -- Raises a clear error from a check result (force: skippable ones become warnings).
 function M.enforce(r, force, warn)
-  warn = warn or function(m) require("framework.log").warn("%s", m) end
+  warn = warn or function(m) log.warn("%s", m) end
   for _, m in ipairs(r.warnings) do warn(m) end
   local errs = {}
   for _, m in ipairs(r.mandatory) do errs[#errs + 1] = "\t- " .. m end

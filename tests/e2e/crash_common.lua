@@ -33,6 +33,7 @@ local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local core = require "moonadm.core"
 local proc = require "moonadm.proc"
+local encoding = require "moonadm.encoding"
 
 local M = { LAB = "dev14c" }
 M.hooks = os.getenv("MOONADM_HOOKS_BIN") or (h.top .. "/bin/moonadm-hooks")
@@ -309,8 +310,8 @@ function M.check_files(root)
         else
           local u = kc.users[1] and kc.users[1].user or {}
           if u["client-certificate-data"] and u["client-key-data"] then
-            local c = pki.read_cert(api.b64decode(u["client-certificate-data"]) or "")
-            local k = pki.read_key(api.b64decode(u["client-key-data"]) or "")
+            local c = pki.read_cert(encoding.base64_decode(u["client-certificate-data"]) or "")
+            local k = pki.read_key(encoding.base64_decode(u["client-key-data"]) or "")
             if not (c and k) then bad("client certificate or key incomplete")
             else
               if not k:matches(c) then bad("client key does not match its certificate") end
@@ -361,7 +362,7 @@ function M.check_pods(node, secs)
   local want = {}
   local p = io.popen("ls " .. h.q(node.root .. "/etc/kubernetes/manifests") .. " 2>/dev/null")
   for f in p:lines() do
-    if f:match("%.yaml$") then want[f] = core.sha256(h.read(node.root .. "/etc/kubernetes/manifests/" .. f) or ""):sub(1, 32) end
+    if f:match("%.yaml$") then want[f] = encoding.sha256_hex(h.read(node.root .. "/etc/kubernetes/manifests/" .. f) or ""):sub(1, 32) end
   end
   p:close()
   local missing
@@ -688,7 +689,7 @@ function M.secret_leaks(texts, root, token, cert_key)
   for path in p:lines() do
     local pem = h.read(path) or ""
     forms[#forms + 1] = { path, pem }
-    forms[#forms + 1] = { path .. " (base64)", api.b64encode(pem) }
+    forms[#forms + 1] = { path .. " (base64)", encoding.base64_encode(pem) }
     for line in pem:gmatch("[^\n]+") do
       if not line:match("^%-%-%-%-%-") and #line >= 40 then forms[#forms + 1] = { path .. " (a PEM line)", line } end
     end
@@ -703,7 +704,7 @@ function M.secret_leaks(texts, root, token, cert_key)
       if secret and line:find(secret, 1, true) and not line:find("--token " .. token, 1, true) then
         problems[#problems + 1] = name .. ": token secret in " .. line:sub(1, 200)
       end
-      if secret and line:find(api.b64encode(secret), 1, true) then problems[#problems + 1] = name .. ": token secret (base64)" end
+      if secret and line:find(encoding.base64_encode(secret), 1, true) then problems[#problems + 1] = name .. ": token secret (base64)" end
       if cert_key and line:find(cert_key, 1, true) and line ~= cert_key and not line:find("--certificate-key " .. cert_key, 1, true) then
         problems[#problems + 1] = name .. ": certificate key in " .. line:sub(1, 200)
       end

@@ -59,7 +59,7 @@ describe("faults (own lab dev14f)", function()
     h.write(conf, yaml.encode {
       apiVersion = "v1", kind = "Config", ["current-context"] = "f",
       clusters = { { name = "f", cluster = { server = "http://127.0.0.1:" .. port,
-        ["certificate-authority-data"] = require("moonadm.api").b64encode(h.read(st.nodes[1].root .. "/etc/kubernetes/pki/ca.crt")) } } },
+        ["certificate-authority-data"] = require("moonadm.encoding").base64_encode(h.read(st.nodes[1].root .. "/etc/kubernetes/pki/ca.crt")) } } },
       contexts = { { name = "f", context = { cluster = "f", user = "f" } } },
       users = { { name = "f", user = { token = "unused-kubectl-proxy-authenticates" } } },
     })

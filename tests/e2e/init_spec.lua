@@ -7,6 +7,7 @@ local api = require "moonadm.api"
 local pki = require "moonadm.pki"
 local fixture = require "lab_fixture"
 local h = require "helpers"
+local encoding = require "moonadm.encoding"
 
 local function kjson(st, args)
   local a = {}
@@ -119,7 +120,7 @@ describe("moonadm init on the lab (1 node)", function()
     local id, secret
     for _, s in ipairs(list.items) do
       if s.data["usage-bootstrap-signing"] then
-        id, secret = api.b64decode(s.data["token-id"]), api.b64decode(s.data["token-secret"])
+        id, secret = encoding.base64_decode(s.data["token-id"]), encoding.base64_decode(s.data["token-secret"])
       end
     end
     assert.truthy(id, "no signing token")

@@ -6,7 +6,7 @@
 --   local set = objects.dump(kubectl, names)  -- names: {["10.0.0.11"] = "<CP1-IP>", cp1 = "<CP1>"}
 --   local diffs = objects.diff(kubeadm_set, moonadm_set)  -- {"ConfigMap kube-system/x data.y: ..."}
 local cjson = require "cjson"
-local b64 = require "pki.base64"
+local encoding = require "moonadm.encoding"
 local pki = require "moonadm.pki"
 
 local M = {}
@@ -66,7 +66,7 @@ function M.shape(o, names)
     for k in pairs(o.data or {}) do ks[#ks + 1] = k end
     table.sort(ks)
     for _, k in ipairs(ks) do parts[#parts + 1] = o.data[k] end
-    local valid = hash == "sha256:" .. pki.sha256_hex(table.concat(parts))
+    local valid = hash == "sha256:" .. encoding.sha256_hex(table.concat(parts))
     meta.annotations = setmetatable({}, getmetatable(meta.annotations))
     for k, x in pairs(md.annotations) do meta.annotations[k] = x end
     meta.annotations[HASH] = valid and "<HASH valid>" or "<HASH invalid>"
@@ -81,7 +81,7 @@ function M.shape(o, names)
     if o.type == "bootstrap.kubernetes.io/token" then
       s.values = {}
       for k, v in pairs(o.data or {}) do
-        if k ~= "token-secret" and k ~= "token-id" then s.values[k] = b64.decode(v) or "<undecodable>" end
+        if k ~= "token-secret" and k ~= "token-id" then s.values[k] = encoding.base64_decode(v) or "<undecodable>" end
       end
     end
   elseif o.kind == "Node" then

@@ -5,6 +5,7 @@
 -- The closing line prints how many bad inputs were tried.
 local h = require "helpers"
 local yaml = require "moonadm.yaml"
+local encoding = require "moonadm.encoding"
 
 local tried = 0
 local function no_lua_error(text)
@@ -232,7 +233,7 @@ describe("bad cluster-info and discovery files", function()
   it("a discovery file without client credentials or tlsBootstrapToken", function()
     local dir = h.tmpdir()
     h.write(dir .. "/d.conf", ("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: https://10.0.0.1:6443\n" ..
-      "    certificate-authority-data: %s\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"):format(api.b64encode(CA)))
+      "    certificate-authority-data: %s\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"):format(encoding.base64_encode(CA)))
     local code, out, err = h.moonadm { "join", "--discovery-file", dir .. "/d.conf", "--root", dir .. "/root" }
     h.rmrf(dir)
     tried = tried + 1
@@ -307,7 +308,7 @@ end)
 local node_api_ok, node_api = pcall(require, "lab.node_api")
 describe("bad CSR answers (the certificate a CSR's status returns)", function()
   local pki = require "moonadm.pki"
-  local BAD = { "", "not a pem", CA, api.b64encode("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") }
+  local BAD = { "", "not a pem", CA, encoding.base64_encode("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n") }
   for i, cert in ipairs(BAD) do
     it(("certificate %d is refused by the PEM reader with a message"):format(i), function()
       tried = tried + 1

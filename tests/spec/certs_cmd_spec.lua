@@ -2,7 +2,7 @@
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local cjson = require "cjson"
-local b64 = require "pki.base64"
+local encoding = require "moonadm.encoding"
 local expiration = require "pki.expiration"
 local helpers = require "helpers"
 
@@ -138,8 +138,8 @@ describe("moonadm certs", function()
     assert.same(oldconf.clusters, conf.clusters)
     assert.same(oldconf.contexts, conf.contexts)
     assert.are_not.equal(oldconf.users[1].user["client-key-data"], conf.users[1].user["client-key-data"])
-    local cc = assert(pki.read_cert(b64.decode(conf.users[1].user["client-certificate-data"])))
-    assert.is_true(cc:matches(assert(pki.read_key(b64.decode(conf.users[1].user["client-key-data"])))))
+    local cc = assert(pki.read_cert(encoding.base64_decode(conf.users[1].user["client-certificate-data"])))
+    assert.is_true(cc:matches(assert(pki.read_key(encoding.base64_decode(conf.users[1].user["client-key-data"])))))
     assert.same({ cn = "kubernetes-admin", o = { "kubeadm:cluster-admins" } }, cc:info().subject)
     local p = io.popen("stat -c %a " .. q(P("admin.conf"))); assert.equal("600", p:read("l")); p:close()
     -- one certificate; missing ones are reported

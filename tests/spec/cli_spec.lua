@@ -61,10 +61,10 @@ describe("moonadm CLI", function()
     assert.is_nil(err:find("stack traceback", 1, true))
   end)
 
-  it("fails a not-yet-implemented phase with exit code 3, never silently", function()
-    local code, _, err = h.moonadm { "init", "--root", root, "--flow", h.top .. "/tests/spec/fixtures/flows/todo.lua" }
+  it("exits with the code a phase's error carries", function()
+    local code, _, err = h.moonadm { "init", "--root", root, "--flow", h.top .. "/tests/spec/fixtures/flows/exit_code.lua" }
     assert.equal(3, code)
-    assert.matches("error execution phase later: not implemented yet: later", err, 1, true)
+    assert.matches("error execution phase coded: a site check failed", err, 1, true)
   end)
 
   it("rejects an unknown phase in --skip-phases and an unknown flag", function()

@@ -14,12 +14,13 @@ local kf = require "cluster.kubelet_finalize"
 local uploadconfig = require "cluster.upload_config"
 local capi = require "cluster.api"
 local showjoin = require "cluster.show_join"
+local encoding = require "moonadm.encoding"
 
 local NOW = 1700000000 -- 2023-11-14T22:13:20Z
 
 local function data_of(secret)
   local d = {}
-  for k, v in pairs(secret.data) do d[k] = api.b64decode(v) end
+  for k, v in pairs(secret.data) do d[k] = encoding.base64_decode(v) end
   return d
 end
 
@@ -109,7 +110,7 @@ describe("bootstrap tokens", function()
     local jws = pki.jws_sign(cm.data.kubeconfig, "abcdef", "0123456789abcdef")
     assert.truthy(pki.jws_verify(cm.data.kubeconfig, "abcdef", "0123456789abcdef", jws))
     -- the bytes client-go v0.35's clientcmd.Write gives (kubeadm's): no `preferences: {}` (omitzero)
-    assert.equal("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: " .. api.b64encode("PEM") ..
+    assert.equal("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: " .. encoding.base64_encode("PEM") ..
       "\n    server: https://10.0.0.1:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n",
       cm.data.kubeconfig)
   end)
@@ -162,7 +163,7 @@ describe("upload-certs", function()
     assert.same({ "ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.pub", "sa.key", "etcd-ca.crt", "etcd-ca.key" }, names)
     local data = certsupload.data(files, key, function(p) if p ~= "/p/sa.pub" then return "content of " .. p end end)
     assert.equal("", data["sa.pub"])
-    local raw = api.b64decode(data["ca.key"])
+    local raw = encoding.base64_decode(data["ca.key"])
     assert.equal(12 + #"content of /p/ca.key" + 16, #raw)
     local back = certsupload.open(data, key)
     assert.equal("content of /p/etcd/ca.key", back["etcd-ca.key"])
@@ -212,7 +213,7 @@ describe("addons", function()
     assert.is_nil(cm.data["kubeconfig.conf"]:find("\n$"))
     assert.matches("^apiVersion: kubeproxy.config.k8s.io/v1alpha1\n", cm.data["config.conf"])
     -- kubeadm's ChecksumForConfigMap: sha256 over the values in key order (config.conf < kubeconfig.conf)
-    local want = "sha256:" .. require("moonadm.pki").sha256_hex(cm.data["config.conf"] .. cm.data["kubeconfig.conf"])
+    local want = "sha256:" .. require("moonadm.encoding").sha256_hex(cm.data["config.conf"] .. cm.data["kubeconfig.conf"])
     assert.equal(want, cm.metadata.annotations["kubeadm.kubernetes.io/component-config.hash"])
     assert.is_true(uploadconfig.signed(cm))
     cm.data["config.conf"] = cm.data["config.conf"] .. "\nmode: ipvs"

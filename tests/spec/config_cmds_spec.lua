@@ -264,9 +264,9 @@ cgroupDriver: systemd
       assert.equal(0, mc)
       assert.equal(strip(kout), strip(mout))
       local pki = require "moonadm.pki"
-      local b64 = require "pki.base64"
+      local encoding = require "moonadm.encoding"
       local ca = assert(pki.read_cert(h.read(root .. "/etc/kubernetes/pki/ca.crt")))
-      local function cert(text) return assert(pki.read_cert(assert(b64.decode(text:match("client%-certificate%-data: (%S+)"))))) end
+      local function cert(text) return assert(pki.read_cert(assert(encoding.base64_decode(text:match("client%-certificate%-data: (%S+)"))))) end
       local kcert, mcert = cert(kout), cert(mout)
       assert.is_true(mcert:verify(ca))
       local ki, mi = kcert:info(), mcert:info()

@@ -7,7 +7,7 @@ local h = require "helpers"
 local ref = require "reference_kubeadm"
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
-local b64 = require "pki.base64"
+local encoding = require "moonadm.encoding"
 local nodeview = require "node.view"
 
 local FIX = h.top .. "/tests/spec/fixtures/diff/"
@@ -135,17 +135,17 @@ local function compare_kubeconfig(name, a, b, ca_a, ca_b, out)
     for _, c in ipairs(doc.clusters or {}) do
       local d = c.cluster["certificate-authority-data"]
       if d then
-        ca_ok = ca_ok and b64.decode(d) == ca
+        ca_ok = ca_ok and encoding.base64_decode(d) == ca
         c.cluster["certificate-authority-data"] = "<ca.crt>"
       end
     end
     for _, u in ipairs(doc.users or {}) do
       if u.user["client-certificate-data"] then
-        certs[u.name] = b64.decode(u.user["client-certificate-data"])
+        certs[u.name] = encoding.base64_decode(u.user["client-certificate-data"])
         u.user["client-certificate-data"] = "<cert>"
       end
       if u.user["client-key-data"] then
-        keys[u.name] = b64.decode(u.user["client-key-data"])
+        keys[u.name] = encoding.base64_decode(u.user["client-key-data"])
         u.user["client-key-data"] = "<key>"
       end
     end
@@ -434,7 +434,7 @@ describe("differential: moonadm's local init phases against kubeadm v1.35.4", fu
       for side, r in pairs { kubeadm = k, moonadm = m } do
         local ca = pki.read_cert(r.files["etc/kubernetes/pki/ca.crt"].data):info()
         local d = assert(yaml.decode(r.files["etc/kubernetes/admin.conf"].data))[1]
-        local c = pki.read_cert(b64.decode(d.users[1].user["client-certificate-data"])):info()
+        local c = pki.read_cert(encoding.base64_decode(d.users[1].user["client-certificate-data"])):info()
         assert.equal(ca.not_before, c.not_before, side)
         -- NotAfter: the kubeconfig run's start + certificateValidityPeriod (2000h), 3 s or more after the CA's
         assert.is_true(c.not_after - (ca.not_before + 300) - 2000 * 3600 >= 3, side)

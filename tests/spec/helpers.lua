@@ -1,5 +1,5 @@
 -- Shared by the specs: temp roots, running the real binary, reading files.
-local core = require "moonadm.core"
+local encoding = require "moonadm.encoding"
 
 local M = {}
 
@@ -58,6 +58,6 @@ function M.read(path)
   return s
 end
 
-M.sha256 = core.sha256
+M.sha256 = encoding.sha256_hex
 
 return M

@@ -1,7 +1,7 @@
 -- `moonadm init phase kubeconfig`: users, groups, contexts, servers, embedded data, re-run rules.
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
-local b64 = require "pki.base64"
+local encoding = require "moonadm.encoding"
 local helpers = require "helpers"
 
 local q = helpers.q
@@ -77,10 +77,10 @@ describe("init phase kubeconfig", function()
       assert.same({ cluster = "kubernetes", user = user }, doc.contexts[1].context)
       assert.equal("kubernetes", doc.clusters[1].name)
       assert.equal(w[3], doc.clusters[1].cluster.server)
-      assert.equal(ca, b64.decode(doc.clusters[1].cluster["certificate-authority-data"]))
+      assert.equal(ca, encoding.base64_decode(doc.clusters[1].cluster["certificate-authority-data"]))
       assert.equal(user, doc.users[1].name)
-      local cert = assert(pki.read_cert(b64.decode(doc.users[1].user["client-certificate-data"])))
-      local key = assert(pki.read_key(b64.decode(doc.users[1].user["client-key-data"])))
+      local cert = assert(pki.read_cert(encoding.base64_decode(doc.users[1].user["client-certificate-data"])))
+      local key = assert(pki.read_key(encoding.base64_decode(doc.users[1].user["client-key-data"])))
       assert.is_true(cert:matches(key))
       assert.is_true(cert:verify(cacert))
       local i = cert:info()

@@ -7,6 +7,7 @@ local core = require "moonadm.core"
 local h = require "helpers"
 local lab = require "commands.lab"
 local net = require "lab.net"
+local encoding = require "moonadm.encoding"
 
 local MANIFEST = [[
 apiVersion: v1
@@ -30,7 +31,7 @@ end
 
 local function mirror(name, node, text)
   return { metadata = { name = name .. "-" .. node, namespace = "kube-system",
-    annotations = { ["kubernetes.io/config.mirror"] = core.sha256(text):sub(1, 32) } } }
+    annotations = { ["kubernetes.io/config.mirror"] = encoding.sha256_hex(text):sub(1, 32) } } }
 end
 
 local function node(name, ready)

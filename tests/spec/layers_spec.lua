@@ -62,6 +62,20 @@ describe("the middle layer's shape", function()
     assert(#bad == 0, table.concat(bad, "\n"))
   end)
 
+  it("requires stand at the top of a file: only a dispatcher's computed name is required inside a function", function()
+    local bad = {}
+    for _, m in ipairs(mods) do
+      local n = 0
+      for line in (m.text .. "\n"):gmatch("(.-)\n") do
+        n = n + 1
+        if line:match("^%s") and (line:match('require%s*%(%s*"[^"]+"%s*%)') or line:match('require%s+"[^"]+"')) then
+          bad[#bad + 1] = ("scripts/%s:%d: %s"):format(m.rel, n, line:match("^%s*(.-)%s*$"))
+        end
+      end
+    end
+    assert(#bad == 0, "a require inside a function (move it to the top of the file):\n" .. table.concat(bad, "\n"))
+  end)
+
   it("has no require cycle (at the top of a file or inside a function)", function()
     local graph = {}
     for _, m in ipairs(mods) do

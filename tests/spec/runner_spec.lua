@@ -99,13 +99,13 @@ describe("runner", function()
     assert.same({}, ran)
   end)
 
-  it("keeps the exit code of a not-implemented body", function()
+  it("keeps the exit code a phase's error carries", function()
     local f = flow_mod.new("t")
-    f:append { name = "later", run = phase.todo("later") }
+    f:append { name = "coded", run = function() error(errors.new(3, "a site check failed"), 0) end }
     local ok, err = runner.run(f, ctx_with {}, {})
     assert.is_nil(ok)
     assert.equal(3, errors.code(err))
-    assert.equal("error execution phase later: not implemented yet: later", errors.message(err))
+    assert.equal("error execution phase coded: a site check failed", errors.message(err))
   end)
 
   it("refuses a flow whose requires come later, before any phase runs, naming both phases", function()

@@ -81,7 +81,7 @@ return {
     end)
 
     it("still accept the flow-object form, and name the bad entry or unknown phase", function()
-      local ok = pcall(require("framework.site.load").flow_file, "init", h.top .. "/tests/spec/fixtures/flows/todo.lua")
+      local ok = pcall(require("framework.site.load").flow_file, "init", h.top .. "/tests/spec/fixtures/flows/exit_code.lua")
       assert.is_true(ok)
       local file = put(root .. "/init-bad.lua", 'return { "preflight", "no-such-phase" }')
       local code, _, err = h.moonadm { "init", "--root", root .. "/r", "--flow", file }
@@ -403,7 +403,7 @@ end }
   describe("docs", function()
     it("docs/lua-api.md documents every function of every binding, and only those", function()
       local doc = assert(h.read(h.top .. "/docs/lua-api.md"))
-      for _, mod in ipairs { "core", "fs", "yaml", "pki", "api", "etcd", "proc", "net" } do
+      for _, mod in ipairs { "core", "fs", "yaml", "encoding", "pki", "api", "etcd", "proc", "net" } do
         local section = doc:match("\n## moonadm%." .. mod .. "\n(.-)\n## ") or doc:match("\n## moonadm%." .. mod .. "\n(.*)$")
         assert.is_string(section, "no section for moonadm." .. mod)
         local t = require("moonadm." .. mod)

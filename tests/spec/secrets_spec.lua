@@ -3,6 +3,7 @@
 -- --output json; the lab's runs are checked in tests/e2e/crash_spec.lua.
 local h = require "helpers"
 local api = require "moonadm.api"
+local encoding = require "moonadm.encoding"
 
 local TOKEN_ID, TOKEN_SECRET = "abcdef", "0123456789abcdef"
 local CERT_KEY = ("fedcba9876543210"):rep(4)
@@ -10,7 +11,7 @@ local CERT_KEY = ("fedcba9876543210"):rep(4)
 -- Every secret form to look for: the PEM, base64 of the PEM (kubeconfig *-data), each base64
 -- body line of the PEM (the DER), and for a token/key the raw string and its base64.
 local function forms_of_pem(pem)
-  local f = { pem, api.b64encode(pem) }
+  local f = { pem, encoding.base64_encode(pem) }
   for line in pem:gmatch("[^\n]+") do
     if not line:match("^%-%-%-%-%-") and #line >= 40 then f[#f + 1] = line end
   end
@@ -26,7 +27,7 @@ local function private_keys(root)
       out[path] = forms_of_pem(text)
     else
       local b64 = text:match("client%-key%-data: (%S+)")
-      if b64 then out[path] = { b64, api.b64decode(b64) } end
+      if b64 then out[path] = { b64, encoding.base64_decode(b64) } end
     end
   end
   p:close()
@@ -46,7 +47,7 @@ end
 
 local function assert_no_token(text)
   assert_no(text, TOKEN_SECRET, "the token secret")
-  assert_no(text, api.b64encode(TOKEN_SECRET), "the token secret (base64, Secret data)")
+  assert_no(text, encoding.base64_encode(TOKEN_SECRET), "the token secret (base64, Secret data)")
   assert_no(text, CERT_KEY, "the certificate key")
 end
 
@@ -234,11 +235,11 @@ end)
 describe("client.scrub", function()
   local client = require "kube.client"
   local json = require "kube.json"
-  local B64 = api.b64encode(TOKEN_SECRET)
+  local B64 = encoding.base64_encode(TOKEN_SECRET)
   local function secret(kind)
     return { apiVersion = kind and "v1" or nil, kind = kind, type = "bootstrap.kubernetes.io/token",
       metadata = { name = "bootstrap-token-abcdef", namespace = "kube-system" },
-      data = { ["token-id"] = api.b64encode(TOKEN_ID), ["token-secret"] = B64 },
+      data = { ["token-id"] = encoding.base64_encode(TOKEN_ID), ["token-secret"] = B64 },
       stringData = { ["token-secret"] = TOKEN_SECRET } }
   end
   local function text_of(v) return json.encode(client.scrub(v)) end

@@ -8,6 +8,7 @@ local kubeconfig = require "pki.kubeconfigs"
 local log = require "framework.log"
 local manifests = require "manifests"
 local tree = require "pki.tree"
+local config = require "config"
 
 local M = {}
 
@@ -39,12 +40,12 @@ function M.download_certs(ctx)
       ctx:write(path, content, (name:match("%.key$") or name:match("%.key$")) and "0600" or "0644")
     end
   end
-  log.info("[download-certs] Saving the certificates to the folder: %q", ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki")
+  log.info("[download-certs] Saving the certificates to the folder: %q", config.cert_dir(ctx.cfg.cluster))
 end
 
 -- kubeadm's SharedCertificateExists: the CAs and the service-account key pair must be here.
 function M.check_shared(ctx)
-  local dir = ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki"
+  local dir = config.cert_dir(ctx.cfg.cluster)
   local need = { dir .. "/ca.crt", dir .. "/ca.key", dir .. "/sa.key", dir .. "/sa.pub", dir .. "/front-proxy-ca.crt",
     dir .. "/front-proxy-ca.key" }
   if not (ctx.cfg.cluster.etcd or {}).external then
@@ -70,7 +71,7 @@ function M.certs(ctx)
     "etcd-server", "etcd-peer", "etcd-healthcheck-client", "apiserver-etcd-client" }
   tree.prepare(ctx, names)
   for _, name in ipairs(names) do tree.write(ctx, name) end
-  log.info("[certs] Valid certificates and keys now exist in %q", ctx.cfg.cluster.certificatesDir or "/etc/kubernetes/pki")
+  log.info("[certs] Valid certificates and keys now exist in %q", config.cert_dir(ctx.cfg.cluster))
   tree.write(ctx, "sa")
 end
 
@@ -86,5 +87,4 @@ function M.manifests(ctx)
   end
 end
 
-M.is_control_plane = data.is_control_plane
 return M

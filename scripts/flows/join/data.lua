@@ -1,7 +1,6 @@
 -- What a join knows after discovery (kubeadm's joinData): the TLS bootstrap credentials, the
 -- cluster's ClusterConfiguration from kubeadm-config (so the feature gates are the cluster's), its
--- KubeletConfiguration from kubelet-config, and a view of this node as an InitConfiguration so the
--- init phases that make certificates, kubeconfigs and manifests serve a control-plane join as well.
+-- KubeletConfiguration from kubelet-config.
 local client_mod = require "kube.client"
 local config = require "config"
 local discovery = require "cluster.discovery"
@@ -21,10 +20,9 @@ function M.bootstrap_client(r)
   return c
 end
 
-function M.is_control_plane(ctx) return ctx.cfg ~= nil and ctx.cfg.join ~= nil and ctx.cfg.join.controlPlane ~= nil end
-
 -- Runs discovery and reads the cluster's configuration; sets ctx.cfg.cluster, ctx.cfg.kubelet,
--- ctx.cfg.init (this node's view) and ctx.gates. Writes nothing.
+-- ctx.gates, ctx.data.discovery and ctx.data.bootstrap_client. Writes nothing. (This node's
+-- identity is the node view's, from the JoinConfiguration: scripts/node/view.lua.)
 function M.prepare(ctx)
   local join = ctx.cfg.join
   if ctx.data.discovery then return end
@@ -58,23 +56,7 @@ function M.prepare(ctx)
     local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
     ctx.cfg.kubelet = docs and docs[1]
   end
-  -- This node as init's phases see a node: its registration, its API endpoint, its patches.
-  local cp = join.controlPlane or {}
-  ctx.cfg.init = {
-    nodeRegistration = join.nodeRegistration, localAPIEndpoint = cp.localAPIEndpoint or {},
-    patches = join.patches, timeouts = join.timeouts,
-    -- a joining control plane writes only these kubeconfigs (kubelet.conf comes from the TLS bootstrap)
-    skipPhases = { "kubeconfig/super-admin", "kubeconfig/kubelet" },
-  }
   if ctx.inputs then ctx.inputs.cluster, ctx.inputs.kubelet = cluster, ctx.cfg.kubelet end
-end
-
--- The admin client of a joining control plane (admin.conf was written by control-plane-prepare).
-function M.admin(ctx)
-  if not ctx.data.client_override then
-    ctx.data.client_override = require("cluster.api").from_kubeconfig(ctx, "/etc/kubernetes/admin.conf")
-  end
-  return ctx.data.client_override
 end
 
 return M

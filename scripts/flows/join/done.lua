@@ -1,6 +1,6 @@
 -- The text a join prints when its whole flow succeeded, in kubeadm's words (cmd/kubeadm/app/cmd/
 -- join.go: joinWorkerNodeDoneMsg, joinControlPlaneDoneTemp): scripts grep for its first line.
-local data = require "flows.join.data"
+local nodeview = require "node.view"
 
 local M = {}
 
@@ -37,7 +37,7 @@ Run 'kubectl get nodes' to see this node join the cluster.
 M.ADMIN_CONF = "/etc/kubernetes/admin.conf"
 
 function M.text(ctx)
-  if not data.is_control_plane(ctx) then return WORKER end
+  if not nodeview.is_control_plane(ctx) then return WORKER end
   local external = ((ctx.cfg.cluster or {}).etcd or {}).external
   local etcd = external and "" or "* A new etcd member was added to the local/stacked etcd cluster."
   return CONTROL_PLANE:format(etcd, M.ADMIN_CONF)

@@ -8,10 +8,11 @@ local fs = require "moonadm.fs"
 local log = require "framework.log"
 local manifests = require "manifests.installed"
 local nodeview = require "node.view"
+local C = require "config.constants"
 
 local M = {}
 
-M.DEFAULT_CERT_DIR = "/etc/kubernetes/pki"
+M.DEFAULT_CERT_DIR = C.certificates_dir
 M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 -- Reading the cluster is best effort, but retried as kubeadm's GetConfigMapWithShortRetry retries:
 -- attempts of at most API_REQUEST_TIMEOUT each (a load balancer may route one to a dead member)

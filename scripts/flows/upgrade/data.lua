@@ -12,6 +12,7 @@ local cadmin = require "cluster.admin"
 local up = require "cluster.upload_config"
 local nodeview = require "node.view"
 local version = require "upgrade.version"
+local kubelet_config = require "kubelet.config"
 
 local M = {}
 
@@ -25,7 +26,7 @@ function M.part(ctx)
   return (ctx.command == "upgrade-node" and u.node or u.apply) or {}
 end
 
-function M.is_control_plane(ctx) return ctx:exists(M.APISERVER_MANIFEST) end
+
 
 -- advertise address and port of the local kube-apiserver manifest (nil when absent), read
 -- through ctx (a dry run sees its own files).
@@ -33,19 +34,6 @@ function M.local_endpoint(ctx)
   local text = ctx:read(M.APISERVER_MANIFEST)
   local docs = text and yaml.decode(text, M.APISERVER_MANIFEST)
   return docs and nodeview.endpoint_of_apiserver(docs[1])
-end
-
--- The API client: admin.conf when this node has one, else kubelet.conf (a worker's upgrade node).
--- Under --dry-run the real client still reads (kubeadm's dry-run reads the cluster); every write
--- goes through cluster.api's apply/ensure and Node patches, which only print under --dry-run.
-function M.client(ctx)
-  if ctx.data.client then return ctx.data.client end
-  if ctx.dry_run and not ctx.data.client_override then
-    ctx.data.client_override = capi.from_kubeconfig(ctx, fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or M.KUBELET_CONF)
-  end
-  if fs.exists(capi.ADMIN_CONF) then return cadmin.client(ctx) end
-  ctx.data.client_override = capi.from_kubeconfig(ctx, M.KUBELET_CONF)
-  return cadmin.client(ctx)
 end
 
 -- A kube-system ConfigMap, or nil when it does not exist (or, when optional, cannot be read: kubeadm
@@ -73,7 +61,7 @@ function M.prepare(ctx, opts)
   opts = opts or {}
   if ctx.data.upgrade_prepared then return end
   local part = M.part(ctx)
-  local c = M.client(ctx)
+  local c = cadmin.client(ctx)
   log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", M.NS)
   local cm = get_cm(c, "kubeadm-config")
   if not cm then error("[upgrade/config] unable to fetch the kubeadm-config ConfigMap: it does not exist in kube-system", 0) end
@@ -115,7 +103,7 @@ function M.prepare(ctx, opts)
   local name = nodeview.name_from_kubelet_conf(ctx:read(M.KUBELET_CONF), function(p) return ctx:read(p) end)
     or config.node_name_default()
   local nodereg = { name = name }
-  local inst = ctx:read(require("kubelet.config").INSTANCE_PATH)
+  local inst = ctx:read(kubelet_config.INSTANCE_PATH)
   local sock = inst and inst:match('containerRuntimeEndpoint:%s*"?([^"\n]+)"?')
   if sock then nodereg.criSocket = sock end
   local u = ctx.cfg.upgrade or {}

@@ -8,30 +8,25 @@
 --   or a kubeconfig path under the root.
 -- Clients are kube.client objects (get, list, create, update, patch, apply, delete,
 -- create_or_update, get_or_create, watch). Under --dry-run every call fails loudly instead.
+local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
 local log = require "framework.log"
 
 local M = {}
 
-local function dry(which)
-  return setmetatable({}, { __index = function(_, k)
-    return function() error(("--dry-run: no API call (%s on the %s client) is made"):format(k, which), 0) end
-  end })
-end
-
 function M.client(ctx, which, opts)
   which, opts = which or "admin", opts or {}
-  if ctx.dry_run then return dry(which) end
-  local capi = require "cluster.api"
+  if ctx.dry_run then return capi.dry_client(which) end
   ctx.data.site_clients = ctx.data.site_clients or {}
   local cached = ctx.data.site_clients[which]
   if cached then return cached end
   local c
   if which == "admin" then
-    c = ctx.data.client or ctx.data.client_override or capi.from_kubeconfig(ctx, capi.ADMIN_CONF)
+    c = cadmin.client(ctx)
   elseif which == "bootstrap" then
     c = ctx.data.bootstrap_client or error("no bootstrap client: only a join has one, after discovery", 0)
   else
-    local path = which == "kubelet" and "/etc/kubernetes/kubelet.conf" or which
+    local path = which == "kubelet" and capi.KUBELET_CONF or which
     if opts.wait and not ctx:exists(path) then
       log.info("[%s] Waiting up to %ds for %s", ctx.phase_path or "site", opts.wait, path)
       capi.poll(path, opts.wait, 0.25, function() return ctx:exists(path) end)

@@ -2,6 +2,7 @@
 -- specs, after the permission check (framework/site/trust.lua). Shared by the run commands and `phases`.
 local flow_mod = require "framework.flow"
 local trust = require "framework.site.trust"
+local framework_phase = require "framework.phase"
 
 local M = {}
 
@@ -9,7 +10,7 @@ M.COMMANDS = { "init", "join", "reset", "upgrade-apply", "upgrade-node" }
 
 -- Runs a user's Lua file with `when` (and `flow`, `phase`) in scope; returns its value.
 local function run_file(what, file)
-  local env = setmetatable({ when = flow_mod.when, flow = flow_mod, phase = require "framework.phase" }, { __index = _G })
+  local env = setmetatable({ when = flow_mod.when, flow = flow_mod, phase = framework_phase }, { __index = _G })
   local chunk, err = loadfile(file, "t", env)
   if not chunk then error(("%s %s: %s"):format(what, file, err), 0) end
   local ok, v = pcall(chunk)

@@ -3,6 +3,7 @@
 -- (MOONADM_UPDATE_DOCS=1 rewrites them).
 local graph = require "framework.site.graph"
 local runner = require "framework.runner"
+local config_gates = require "config.gates"
 
 local M = {}
 
@@ -16,7 +17,7 @@ local function ctx_for(gates)
 end
 
 -- The stock gate defaults (kubeadm v1.35): ControlPlaneKubeletLocalMode and NodeLocalCRISocket on.
-M.DEFAULT_GATES = { ControlPlaneKubeletLocalMode = true, NodeLocalCRISocket = true, PublicKeysECDSA = false }
+M.DEFAULT_GATES = config_gates.effective(nil)
 
 function M.rows(name, gates)
   package.loaded["flows." .. name] = nil

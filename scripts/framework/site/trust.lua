@@ -175,7 +175,7 @@ end
 function M.root_problems(opts)
   opts = opts or {}
   local users = M.users()
-  local cert_dir = ((opts.cert_dir or "/etc/kubernetes/pki"):gsub("/+$", ""))
+  local cert_dir = ((opts.cert_dir or error("check_root: opts.cert_dir is required")):gsub("/+$", ""))
   local out, warnings, seen = {}, {}, {}
   local keys = opts.keys ~= false
   local dirs = { table.unpack(M.ROOT_DIRS) }

@@ -1,5 +1,6 @@
 -- init phase "addon": Install required addons for passing conformance tests.
 -- CoreDNS and kube-proxy as kubeadm creates them (scripts/cluster/addons.lua).
+local cluster_addons = require "cluster.addons"
 
 return {
   name = "addon",
@@ -7,7 +8,7 @@ return {
   desc = "Install required addons for passing conformance tests",
   requires = { "local-apiserver" },
   children = {
-    { name = "coredns", desc = "Install the CoreDNS addon to a Kubernetes cluster", run = function(ctx) require("cluster.addons").coredns(ctx) end },
-    { name = "kube-proxy", desc = "Install the kube-proxy addon to a Kubernetes cluster", run = function(ctx) require("cluster.addons").kube_proxy(ctx) end },
+    { name = "coredns", desc = "Install the CoreDNS addon to a Kubernetes cluster", run = function(ctx) cluster_addons.coredns(ctx) end },
+    { name = "kube-proxy", desc = "Install the kube-proxy addon to a Kubernetes cluster", run = function(ctx) cluster_addons.kube_proxy(ctx) end },
   },
 }

@@ -1,5 +1,6 @@
 -- init phase "bootstrap-token": Generates bootstrap tokens used to join a node to a cluster.
 -- Token Secrets, RBAC, cluster-info (scripts/cluster/tokens.lua).
+local cluster_tokens = require "cluster.tokens"
 
 return {
   name = "bootstrap-token",
@@ -7,5 +8,5 @@ return {
   desc = "Generates bootstrap tokens used to join a node to a cluster",
   requires = { "local-apiserver" },
   provides = { "bootstrap-token" },
-  run = function(ctx) require("cluster.tokens").run(ctx) end,
+  run = function(ctx) cluster_tokens.run(ctx) end,
 }

@@ -3,6 +3,7 @@
 -- it only says so, as kubeadm does.
 local log = require "framework.log"
 local manifests = require "manifests"
+local manifests_etcd = require "manifests.etcd"
 
 local function run_local(ctx)
   local etcd = ctx.cfg.cluster.etcd or {}
@@ -10,7 +11,7 @@ local function run_local(ctx)
     log.info("[etcd] External etcd mode: Skipping the creation of a manifest for local etcd")
     return
   end
-  ctx:mkdir(require("manifests.etcd").data_dir(ctx.cfg.cluster), "0700")
+  ctx:mkdir(manifests_etcd.data_dir(ctx.cfg.cluster), "0700")
   log.info("[etcd] Creating static Pod manifest for local etcd in %q", manifests.DIR)
   manifests.create(ctx, "etcd")
 end

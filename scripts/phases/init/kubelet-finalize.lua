@@ -1,5 +1,6 @@
 -- init phase "kubelet-finalize": Updates settings relevant to the kubelet after TLS bootstrap.
 -- kubelet.conf switched to the rotating client certificate (scripts/cluster/kubelet_finalize.lua).
+local kubelet_finalize = require "cluster.kubelet_finalize"
 
 return {
   name = "kubelet-finalize",
@@ -7,6 +8,6 @@ return {
   desc = "Updates settings relevant to the kubelet after TLS bootstrap",
   requires = { "kubelet-started" },
   children = {
-    { name = "enable-client-cert-rotation", desc = "Enable kubelet client certificate rotation", run = function(ctx) require("cluster.kubelet_finalize").run(ctx) end },
+    { name = "enable-client-cert-rotation", desc = "Enable kubelet client certificate rotation", run = function(ctx) kubelet_finalize.run(ctx) end },
   },
 }

@@ -1,5 +1,6 @@
 -- init phase "upload-certs": Upload certificates to kubeadm-certs.
 -- Only with --upload-certs (scripts/cluster/certs_upload.lua).
+local certs_upload = require "cluster.certs_upload"
 
 return {
   name = "upload-certs",
@@ -7,5 +8,5 @@ return {
   desc = "Upload certificates to kubeadm-certs",
   requires = { "local-apiserver", "pki" },
   always_run = true, -- a generated certificate key exists only in the run that uploads with it
-  run = function(ctx) require("cluster.certs_upload").run(ctx) end,
+  run = function(ctx) certs_upload.run(ctx) end,
 }

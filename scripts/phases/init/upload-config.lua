@@ -1,5 +1,6 @@
 -- init phase "upload-config": Upload the kubeadm and kubelet configuration to a ConfigMap.
 -- kubeadm-config, kubelet-config and their RBAC (scripts/cluster/upload_config.lua).
+local upload_config = require "cluster.upload_config"
 
 return {
   name = "upload-config",
@@ -8,7 +9,7 @@ return {
   requires = { "local-apiserver" },
   provides = { "cluster-config" },
   children = {
-    { name = "kubeadm", desc = "Upload the kubeadm ClusterConfiguration to a ConfigMap", run = function(ctx) require("cluster.upload_config").upload_kubeadm(ctx) end },
-    { name = "kubelet", desc = "Upload the kubelet component config to a ConfigMap", run = function(ctx) require("cluster.upload_config").upload_kubelet(ctx) end },
+    { name = "kubeadm", desc = "Upload the kubeadm ClusterConfiguration to a ConfigMap", run = function(ctx) upload_config.upload_kubeadm(ctx) end },
+    { name = "kubelet", desc = "Upload the kubelet component config to a ConfigMap", run = function(ctx) upload_config.upload_kubelet(ctx) end },
   },
 }

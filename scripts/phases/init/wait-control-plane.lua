@@ -1,5 +1,6 @@
 -- init phase "wait-control-plane": Wait for the control plane to start.
 -- kubelet healthz, then every component health endpoint (scripts/cluster/wait.lua).
+local cluster_wait = require "cluster.wait"
 
 return {
   name = "wait-control-plane",
@@ -7,5 +8,5 @@ return {
   desc = "Wait for the control plane to start",
   requires = { "kubelet-started", "control-plane-manifests" },
   provides = { "local-apiserver" },
-  run = function(ctx) require("cluster.wait").run(ctx) end,
+  run = function(ctx) cluster_wait.run(ctx) end,
 }

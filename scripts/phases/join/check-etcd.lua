@@ -1,8 +1,9 @@
 -- join phase "check-etcd": Check that the local etcd is healthy.
+local join = require "etcd.join"
 return {
   name = "check-etcd",
   desc = "Check that the local etcd is healthy",
   hidden = true,
   requires = { "pki" },
-  run = function(ctx) require("etcd.join").check(ctx) end,
+  run = function(ctx) join.check(ctx) end,
 }

@@ -1,6 +1,8 @@
 -- join phase "control-plane-join": Join a machine as a control plane instance.
 local phase = require "framework.phase"
-local data = require "flows.join.data"
+local nodeview = require "node.view"
+local etcd_join = require "etcd.join"
+local cluster_node = require "cluster.node"
 
 return {
   name = "control-plane-join",
@@ -11,12 +13,11 @@ return {
     -- kubeadm's old place for the etcd member add (the old join order, ControlPlaneKubeletLocalMode=false:
     -- flows/join.lua gates its line; the gate here holds for a flow that lists this parent alone).
     phase.when(phase.gate("ControlPlaneKubeletLocalMode", false),
-      { name = "etcd", desc = "Add a new local etcd member", run = function(ctx) require("etcd.join").join(ctx) end,
+      { name = "etcd", desc = "Add a new local etcd member", run = function(ctx) etcd_join.join(ctx) end,
         requires = { "pki" }, provides = { "local-etcd" } }),
     { name = "mark-control-plane", desc = "Mark a node as a control-plane", run = function(ctx)
-      if not data.is_control_plane(ctx) then return end
-      data.admin(ctx)
-      require("cluster.node").mark_control_plane(ctx)
+      if not nodeview.is_control_plane(ctx) then return end
+      cluster_node.mark_control_plane(ctx)
     end },
   },
 }

@@ -1,10 +1,11 @@
 -- join phase "control-plane-prepare": Prepare the machine for serving a control plane.
 -- Every child is a no-op for a worker.
 local cp = require "flows.join.control_plane"
+local nodeview = require "node.view"
 
 local function only_cp(f)
   return function(ctx)
-    if not cp.is_control_plane(ctx) then return end
+    if not nodeview.is_control_plane(ctx) then return end
     cp.require_endpoint(ctx)
     f(ctx)
   end

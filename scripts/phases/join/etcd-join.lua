@@ -1,9 +1,10 @@
 -- join phase "etcd-join": Join etcd for control plane nodes.
+local etcd_join = require "etcd.join"
 return {
   name = "etcd-join",
   flags = { "apiserver-advertise-address", "config", "control-plane", "dry-run", "node-name", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Join etcd for control plane nodes",
   requires = { "pki", "kubelet-started" },
   provides = { "local-etcd" },
-  run = function(ctx) require("etcd.join").join(ctx) end,
+  run = function(ctx) etcd_join.join(ctx) end,
 }

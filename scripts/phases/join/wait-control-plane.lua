@@ -1,7 +1,8 @@
 -- join phase "wait-control-plane": Wait for the control plane to start.
 -- A joining control plane waits for its own components (kube-apiserver on its advertise address),
 -- as kubeadm v1.35 does; a worker has none.
-local data = require "flows.join.data"
+local nodeview = require "node.view"
+local cluster_wait = require "cluster.wait"
 
 return {
   name = "wait-control-plane",
@@ -9,7 +10,7 @@ return {
   desc = "Wait for the control plane to start",
   requires = { "control-plane-manifests" },
   run = function(ctx)
-    if not data.is_control_plane(ctx) then return end
-    require("cluster.wait").run(ctx)
+    if not nodeview.is_control_plane(ctx) then return end
+    cluster_wait.run(ctx)
   end,
 }

@@ -1,11 +1,12 @@
 -- upgrade apply phase "addon": Upgrade the default kubeadm addons.
 -- CoreDNS and kube-proxy, once every control plane runs the new kube-apiserver (scripts/upgrade/addon.lua).
+local upgrade_addon = require "upgrade.addon"
 return {
   name = "addon",
   flags = { "config", "dry-run", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upgrade the default kubeadm addons",
   children = {
-    { name = "coredns", desc = "Upgrade the CoreDNS addon", run = function(ctx) require("upgrade.addon").coredns(ctx) end },
-    { name = "kube-proxy", desc = "Upgrade the kube-proxy addon", run = function(ctx) require("upgrade.addon").kube_proxy(ctx) end },
+    { name = "coredns", desc = "Upgrade the CoreDNS addon", run = function(ctx) upgrade_addon.coredns(ctx) end },
+    { name = "kube-proxy", desc = "Upgrade the kube-proxy addon", run = function(ctx) upgrade_addon.kube_proxy(ctx) end },
   },
 }

@@ -1,11 +1,13 @@
 -- upgrade apply phase "bootstrap-token": Configures bootstrap token and cluster-info RBAC rules.
 -- The same RBAC init creates (scripts/cluster/tokens.lua), re-applied; no token is created.
 local log = require "framework.log"
+local capi = require "cluster.api"
+local admin = require "cluster.admin"
+local cluster_tokens = require "cluster.tokens"
 
 local function run(ctx)
-  local capi = require "cluster.api"
-  local c = require("cluster.admin").client(ctx)
-  local r = require("cluster.tokens").rbac_objects()
+  local c = admin.client(ctx)
+  local r = cluster_tokens.rbac_objects()
   for _, group in ipairs { r.get_nodes, r.post_csrs, r.approve, r.rotate, r.clusterinfo } do
     for _, o in ipairs(group) do capi.apply(ctx, c, o) end
   end

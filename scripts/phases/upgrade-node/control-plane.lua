@@ -1,8 +1,9 @@
 -- upgrade node phase "control-plane": Upgrade the control plane instance deployed on this node, if any.
 -- As upgrade apply's (scripts/upgrade/control_plane.lua), to the version stored in kubeadm-config.
+local control_plane = require "upgrade.control_plane"
 return {
   name = "control-plane",
   flags = { "certificate-renewal", "config", "dry-run", "etcd-upgrade", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upgrade the control plane instance deployed on this node, if any",
-  run = function(ctx) require("upgrade.control_plane").run(ctx, { node = true }) end,
+  run = function(ctx) control_plane.run(ctx, { node = true }) end,
 }

@@ -1,7 +1,8 @@
 -- upgrade node phase "post-upgrade": Run post upgrade tasks.
+local upgrade_post = require "upgrade.post"
 return {
   name = "post-upgrade",
   flags = { "config", "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run post upgrade tasks",
-  run = function(ctx) require("upgrade.post").node(ctx) end,
+  run = function(ctx) upgrade_post.node(ctx) end,
 }

@@ -1,8 +1,9 @@
 -- upgrade node phase "preflight": Run upgrade node pre-flight checks.
+local upgrade_preflight = require "upgrade.preflight"
 return {
   name = "preflight",
   flags = { "config", "ignore-preflight-errors" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run upgrade node pre-flight checks",
   always_run = true,
-  run = function(ctx) require("upgrade.preflight").node(ctx) end,
+  run = function(ctx) upgrade_preflight.node(ctx) end,
 }

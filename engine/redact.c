@@ -1,47 +1,8 @@
-#include "log.h"
+#include "redact.h"
 
 #include <ctype.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void stderr_sink(enum ma_log_level level, const char *msg, void *data)
-{
-	static const char *names[] = {"error", "warning", "info", "debug"};
-	(void)data;
-	fprintf(stderr, "%s%s\n", level <= MA_LOG_WARN ? names[level] : "", level <= MA_LOG_WARN ? ": " : "");
-	fprintf(stderr, "%s\n", msg);
-}
-
-static ma_log_sink sink = stderr_sink;
-static void *sink_data;
-static enum ma_log_level max_level = MA_LOG_INFO;
-
-void ma_log_set_sink(ma_log_sink s, void *data)
-{
-	sink = s ? s : stderr_sink;
-	sink_data = data;
-}
-
-void ma_log_set_level(enum ma_log_level max)
-{
-	max_level = max;
-}
-
-void ma_log(enum ma_log_level level, const char *fmt, ...)
-{
-	if (level > max_level)
-		return;
-	char buf[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	char *clean = ma_redact(buf, strlen(buf));
-	sink(level, clean ? clean : "(message dropped: out of memory)", sink_data);
-	free(clean);
-}
 
 static int tokchar(int c)
 {
