@@ -9,11 +9,14 @@ local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local encoding = require "moonadm.encoding"
-local join_data = require "flows.join.data"
 local kubelet_config = require "kubelet.config"
 local cluster_node = require "cluster.node"
 
 local M = {}
+
+-- moonadm's own experiments travel in an annotation of kubeadm-config, which kubeadm ignores, so the
+-- cluster stays readable by kubeadm v1.35 (design.md: the old join order is never a kubeadm gate).
+M.EXPERIMENT_ANNOTATION = "moonadm.io/experimental-feature-gates"
 
 M.NS = "kube-system"
 M.KUBEADM_CONFIG = "kubeadm-config"
@@ -53,7 +56,7 @@ end
 local function experiment_annotations(cluster)
   local fg = cluster.featureGates or {}
   if fg.ControlPlaneKubeletLocalMode == false then
-    return { [join_data.EXPERIMENT_ANNOTATION] = "ControlPlaneKubeletLocalMode=false" }
+    return { [M.EXPERIMENT_ANNOTATION] = "ControlPlaneKubeletLocalMode=false" }
   end
 end
 

@@ -229,7 +229,10 @@ function M.main(opts)
   -- check, which must see the cluster's gates). It writes nothing.
   -- (`join phase preflight` alone checks only this machine: no discovery, no network.)
   if opts.prepare and run_opts.filter ~= "preflight" then
+    local before = runner.data_keys(ctx)
     local pok, perr = pcall(opts.prepare, ctx)
+    local undeclared = pok and runner.undeclared_data(opts.name .. " preparation", { data = opts.prepare_data }, ctx, before)
+    if undeclared then pok, perr = false, undeclared end
     if not pok then
       log.error(errors.message(perr))
       return errors.code(perr)

@@ -24,7 +24,7 @@ M.flags = {
 
 local OPTS <const> = { name = "join", flow = "join", kind = "join", flags = M.flags, cmd = "join", cmd_words = { "join" },
   args = "[api-server-endpoint]", desc = "Run this on any machine you wish to join an existing cluster",
-  prepare = function(ctx) data.prepare(ctx) end,
+  prepare = function(ctx) data.prepare(ctx) end, prepare_data = data.DATA,
   done = function(ctx) return join_done.text(ctx) end }
 
 M.help, M.help_for = flowcmd.help_tree(OPTS)

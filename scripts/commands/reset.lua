@@ -31,7 +31,7 @@ and $HOME/.kube/config.
 
 local OPTS <const> = { name = "reset", flow = "reset", kind = "reset", flags = M.flags, cmd = "reset", cmd_words = { "reset" },
   desc = "Performs a best effort revert of changes made to this host by 'moonadm init' or 'moonadm join'",
-  prepare = function(ctx) reset_data.prepare(ctx) end,
+  prepare = function(ctx) reset_data.prepare(ctx) end, prepare_data = reset_data.DATA,
   -- reset removes the journal's directory: a journal of the reset itself would only bring it back
   no_journal = true }
 

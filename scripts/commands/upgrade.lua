@@ -58,10 +58,10 @@ end
 
 local APPLY <const> = { name = "upgrade-apply", flow = "upgrade-apply", kind = "upgrade", flags = M.apply_flags,
   cmd = "upgrade apply", cmd_words = { "upgrade", "apply" }, args = "[version]", desc = "Upgrade your Kubernetes cluster to the specified version",
-  prepare = prepare(true) }
+  prepare = prepare(true), prepare_data = data.DATA }
 local NODE <const> = { name = "upgrade-node", flow = "upgrade-node", kind = "upgrade", flags = shared,
   cmd = "upgrade node", cmd_words = { "upgrade", "node" }, desc = "Upgrade commands for a node in the cluster",
-  prepare = prepare(false) }
+  prepare = prepare(false), prepare_data = data.DATA }
 
 M.help = {
   [""] = { short = "Upgrade your cluster smoothly to a newer version with this command", runnable = false, flags = {} },

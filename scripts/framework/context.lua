@@ -10,6 +10,23 @@ local pki = require "moonadm.pki"
 local M = {}
 M.__index = M
 
+-- ctx.data is what one part of a run hands to a later one. Every key is declared where it is made:
+--   * by a flow's preparation (before any phase): its module's DATA list (flows/join/data.lua, ...);
+--   * by a phase: its `data` list, next to `provides` (the runner checks it after each phase);
+--   * or it is one of these per-run memos, filled by the getter named, whichever phase asks first:
+M.CACHES = {
+  client = "cluster.admin.client: the run's admin API client",
+  site_clients = "framework.site.api: ctx:client(which)'s clients",
+  upgrade_poll_client = "upgrade.control_plane: short-timeout client for the mirror-pod polls",
+  etcd = "etcd.join.client: the etcd members client of a joining control plane",
+  cri_socket = "kubelet.cri.socket: the node's CRI socket, once detected",
+  patch_sets = "manifests.patches: the --patches directory, read once",
+  manifest_dir_logged = "manifests: the manifests folder named once in the log",
+  addons_ready = "upgrade.addon: whether every control plane runs the new kube-apiserver",
+  pki_start = "pki.tree: the run's clock for NotBefore",
+  pki_keys = "pki.tree: keys generated ahead, in parallel",
+}
+
 -- opts: {command, cfg, gates, flags, root, dry_run, inputs}
 function M.new(opts)
   local self = setmetatable(opts, M)

@@ -3,6 +3,7 @@
 -- plus what kubeadm lacks: feature gates as data (`when`), a static requires/provides check of the
 -- whole flow before anything runs, and a journal that lets --resume skip finished phases.
 local errors = require "framework.errors"
+local context = require "framework.context"
 local log = require "framework.log"
 local core = require "moonadm.core"
 
@@ -135,6 +136,32 @@ local function unchecked_failures(path)
 end
 M.unchecked_failures = unchecked_failures
 
+-- The ctx.data keys a phase added that neither it (`data`, next to `provides`) nor the per-run
+-- memos (framework.context CACHES) declare: each is logged; under MOONADM_STRICT_RESULTS=1 the
+-- phase fails. Returns that failure's message.
+local function undeclared_data(path, p, ctx, before)
+  local declared = {}
+  local list = type(p.data) == "function" and p.data(ctx) or p.data or {}
+  for _, k in ipairs(list) do declared[k] = true end
+  local bad = {}
+  for k in pairs(ctx.data or {}) do
+    if before[k] == nil and not declared[k] and not context.CACHES[k] then bad[#bad + 1] = tostring(k) end
+  end
+  if #bad == 0 then return nil end
+  table.sort(bad)
+  local msg = ("phase %s set ctx.data.%s without declaring it (data = {...} next to provides)"):format(path,
+    table.concat(bad, ", ctx.data."))
+  log.error(("[%s] %s"):format(path, msg))
+  return M.strict_results and msg or nil
+end
+
+local function data_keys(ctx)
+  local t = {}
+  for k in pairs(ctx.data or {}) do t[k] = true end
+  return t
+end
+M.data_keys, M.undeclared_data = data_keys, undeclared_data
+
 -- Runs the selected nodes. opts: {journal = journal or nil, resume = bool}.
 -- Returns true | nil, err (err is an errors object or string, already wrapped with the phase name).
 function M.execute(nodes, ctx, opts)
@@ -178,7 +205,10 @@ function M.execute(nodes, ctx, opts)
           end
         end
         if go and p.prepare then
+          local before = data_keys(ctx)
           local pok, perr = pcall(p.prepare, ctx, selected_children(n))
+          local undeclared = pok and undeclared_data(n.path, p, ctx, before)
+          if undeclared then pok, perr = false, undeclared end
           if not pok then
             if not p.children then return nil, ("error execution phase %s: %s"):format(n.path, errors.message(perr)) end
             deferred = { node = n, err = perr }
@@ -191,6 +221,7 @@ function M.execute(nodes, ctx, opts)
           ctx.artifacts = {}
           ctx.phase_path = n.path
           local ran, err
+          local before = data_keys(ctx)
           if deferred and descends(n, deferred.node) then
             ran, err, deferred = false, deferred.err, nil
           else
@@ -203,6 +234,8 @@ function M.execute(nodes, ctx, opts)
           local failed_with = not ran and errors.message(err) -- read first: a raised API error is checked
           local unchecked = unchecked_failures(n.path)
           if ran and unchecked then ran, err, failed_with = false, unchecked, unchecked end
+          local undeclared = ran and undeclared_data(n.path, p, ctx, before)
+          if undeclared then ran, err, failed_with = false, undeclared, undeclared end
           if not ran then
             log.event { type = "phase-end", phase = n.path, status = "failed", duration = dt }
             local msg = ("error execution phase %s: %s"):format(n.path, failed_with)

@@ -76,6 +76,69 @@ describe("the middle layer's shape", function()
     assert(#bad == 0, "a require inside a function (move it to the top of the file):\n" .. table.concat(bad, "\n"))
   end)
 
+  it("declares every ctx.data key where it is made: a flow's preparation, a phase's data, or a per-run memo", function()
+    local declared = {}
+    for k in pairs(require("framework.context").CACHES) do declared[k] = "cache" end
+    for _, mod in ipairs { "flows.join.data", "flows.reset.data", "flows.upgrade.data" } do
+      for _, k in ipairs(require(mod).DATA) do declared[k] = mod end
+    end
+    for _, m in ipairs(mods) do
+      if m.rel:match("^phases/") then
+        for list in m.text:gmatch("data = (%b{})") do
+          for k in list:gmatch('"([%w_]+)"') do declared[k] = m.rel end
+        end
+      end
+    end
+    local bad = {}
+    for _, m in ipairs(mods) do
+      for k in m.text:gmatch("ctx%.data%.([%w_]+)%s*=[^=]") do
+        if not declared[k] then bad[#bad + 1] = ("scripts/%s sets ctx.data.%s"):format(m.rel, k) end
+      end
+    end
+    assert(#bad == 0, "undeclared ctx.data keys:\n" .. table.concat(bad, "\n"))
+    assert.equal("phases/init/bootstrap-token.lua", declared.tokens)
+  end)
+
+  it("points requires one way: commands -> flows -> phases -> domain modules -> framework", function()
+    local domain = { "node", "config", "pki", "manifests", "kubelet", "etcd", "cluster", "kube", "runtime", "upgrade", "lab" }
+    local bad = {}
+    for _, m in ipairs(mods) do
+      local top = m.rel:match("^([^/]+)/") or ""
+      for _, r in ipairs(requires(m.text)) do
+        local rtop = r:match("^([^.]+)")
+        local why
+        if rtop == "commands" and top ~= "commands" and m.rel ~= "framework/cli.lua" then
+          why = "only commands/ and the dispatcher require a command module"
+        elseif rtop == "flows" and top ~= "commands" and top ~= "flows" and top ~= "phases" and top ~= "framework"
+            and not (top == "upgrade" and r == "flows.upgrade.data") then
+          why = "a domain module reads no flow (upgrade/ alone reads its flow's prepared data)"
+        elseif top == "framework" and r ~= "framework.cli" then
+          for _, d in ipairs(domain) do
+            if rtop == d and not m.rel:match("^framework/site/") and m.rel ~= "framework/cli.lua" then
+              why = "the framework knows no domain"
+            end
+          end
+        end
+        if why then bad[#bad + 1] = ("scripts/%s requires %s: %s"):format(m.rel, r, why) end
+      end
+    end
+    assert(#bad == 0, table.concat(bad, "\n"))
+  end)
+
+  it("names modules in snake_case, and phase and flow files by their kubeadm names", function()
+    local bad = {}
+    for _, m in ipairs(mods) do
+      if m.rel:match("^phases/") then
+        if not m.rel:match("^phases/[%w-]+/[a-z][a-z-]*%.lua$") then bad[#bad + 1] = m.rel end
+      elseif m.rel:match("^flows/[^/]+%.lua$") then
+        if not m.rel:match("^flows/[a-z][a-z-]*%.lua$") then bad[#bad + 1] = m.rel end
+      elseif not m.rel:match("^[a-z0-9_/]+%.lua$") then
+        bad[#bad + 1] = m.rel
+      end
+    end
+    assert(#bad == 0, "file names outside the convention:\n" .. table.concat(bad, "\n"))
+  end)
+
   it("has no require cycle (at the top of a file or inside a function)", function()
     local graph = {}
     for _, m in ipairs(mods) do

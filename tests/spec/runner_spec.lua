@@ -99,6 +99,21 @@ describe("runner", function()
     assert.same({}, ran)
   end)
 
+  it("fails a phase that hands on ctx.data it does not declare (strict), and passes the declared one", function()
+    local strict = runner.strict_results
+    runner.strict_results = true
+    local f = flow_mod.new("t")
+    f:append { name = "maker", data = { "made" }, run = function(ctx) ctx.data.made = 1 end }
+    f:append { name = "sneaky", run = function(ctx) ctx.data.hidden = 2 end }
+    local ctx = ctx_with {}
+    ctx.data = {}
+    local ok, err = runner.run(f, ctx, {})
+    runner.strict_results = strict
+    assert.is_nil(ok)
+    assert.equal(1, ctx.data.made)
+    assert.matches("phase sneaky set ctx.data.hidden without declaring it", errors.message(err), 1, true)
+  end)
+
   it("keeps the exit code a phase's error carries", function()
     local f = flow_mod.new("t")
     f:append { name = "coded", run = function() error(errors.new(3, "a site check failed"), 0) end }

@@ -4,14 +4,19 @@
 local client_mod = require "kube.client"
 local config = require "config"
 local discovery = require "cluster.discovery"
+local upload_config = require "cluster.upload_config"
 local log = require "framework.log"
 local yaml = require "moonadm.yaml"
 
 local M = {}
 
--- moonadm's own experiments travel in an annotation of kubeadm-config, which kubeadm ignores, so the
--- cluster stays readable by kubeadm v1.35 (design.md: the old join order is never a kubeadm gate).
-M.EXPERIMENT_ANNOTATION = "moonadm.io/experimental-feature-gates"
+-- What the preparation puts in ctx.data for the phases (framework/context.lua).
+M.DATA = {
+  "discovery",        -- the discovery result: server, CA, token or client certificate (cluster.discovery)
+  "bootstrap_client", -- the TLS bootstrap client (kubeadm-config, kubelet-config, kubeadm-certs reads)
+}
+
+M.EXPERIMENT_ANNOTATION = upload_config.EXPERIMENT_ANNOTATION
 
 function M.bootstrap_client(r)
   local c, err = client_mod.new { server = r.server, ca_pem = r.ca_pem, token = r.token, cert_pem = r.cert_pem,

@@ -12,6 +12,9 @@ local C = require "config.constants"
 
 local M = {}
 
+-- What the preparation puts in ctx.data for the phases (framework/context.lua).
+M.DATA = { "reset" } -- {cluster, node name, advertise address, cert dir, switches}: see above
+
 M.DEFAULT_CERT_DIR = C.certificates_dir
 M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 -- Reading the cluster is best effort, but retried as kubeadm's GetConfigMapWithShortRetry retries:

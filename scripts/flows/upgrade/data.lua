@@ -16,6 +16,15 @@ local kubelet_config = require "kubelet.config"
 
 local M = {}
 
+-- What the preparation puts in ctx.data for the phases (framework/context.lua).
+M.DATA = {
+  "upgrade_prepared",        -- the preparation ran (a phase run alone prepares once)
+  "stored_version",          -- the cluster's kubernetesVersion before the upgrade
+  "coredns_configmap",       -- kube-system/coredns as read (nil: absent)
+  "proxy_configmap",         -- kube-system/kube-proxy as read (nil: absent)
+  "kubeproxy_user_supplied", -- the KubeProxyConfiguration is the user's (its ConfigMap is unsigned)
+}
+
 M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
 M.APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 M.NS = "kube-system"

@@ -1,6 +1,7 @@
 -- docs/phases.md (the phase reference of every stock flow) and docs/graphs/*.dot, rendered from
 -- the flows themselves. tests/spec/scripting_spec.lua keeps the committed copies current
 -- (MOONADM_UPDATE_DOCS=1 rewrites them).
+local core = require "moonadm.core"
 local graph = require "framework.site.graph"
 local runner = require "framework.runner"
 local config_gates = require "config.gates"
@@ -29,6 +30,27 @@ end
 
 local function cell(s) return (tostring(s or ""):gsub("|", "\\|")) end
 
+-- Where a row's logic lives: its phase file (a child sits in its parent's) and the domain modules
+-- that file requires, read from the embedded sources.
+local sources
+local function file_cell(dir, path)
+  if not sources then
+    sources = {}
+    for _, s in ipairs(core.scripts()) do sources[s.path] = s.source end
+  end
+  local rel = ("phases/%s/%s.lua"):format(dir, path:match("^[^/]+"))
+  local src = sources[rel]
+  if not src then return "" end
+  local mods, seen = {}, {}
+  for m in src:gmatch('require%s*%(?%s*"([%w_%.]+)"') do
+    if not (m:match("^framework%.") or m:match("^moonadm%.") or seen[m]) then
+      seen[m] = true
+      mods[#mods + 1] = "`" .. m .. "`"
+    end
+  end
+  return "`" .. rel .. "`" .. (#mods > 0 and (" → " .. table.concat(mods, ", ")) or "")
+end
+
 function M.markdown()
   local out = { "# Phase reference",
     "",
@@ -40,11 +62,11 @@ function M.markdown()
     "can run alone as `<command> phase <path>` (a parent with `all` for its subtree), except hidden ones.",
     "" }
   for _, name in ipairs(M.FLOWS) do
-    local rows = M.rows(name)
+    local rows, flow = M.rows(name)
     out[#out + 1] = ("## %s"):format(M.COMMAND[name])
     out[#out + 1] = ""
-    out[#out + 1] = "| phase | description | gate | requires | provides |"
-    out[#out + 1] = "|---|---|---|---|---|"
+    out[#out + 1] = "| phase | description | gate | requires | provides | file → logic |"
+    out[#out + 1] = "|---|---|---|---|---|---|"
     for _, r in ipairs(rows) do
       -- a row gated by its own `when` shows the gate it needs, even when the default satisfies it
       local gate = r.when or (r.status == "gated" and r.gate) or ""
@@ -52,8 +74,8 @@ function M.markdown()
       if r.hidden then flags[#flags + 1] = "hidden" end
       if r.always_run then flags[#flags + 1] = "runs again under --resume" end
       local desc = cell(r.desc) .. (#flags > 0 and (" *(" .. table.concat(flags, "; ") .. ")*") or "")
-      out[#out + 1] = ("| `%s` | %s | %s | %s | %s |"):format(r.path, desc, cell(gate),
-        cell(table.concat(r.requires, ", ")), cell(table.concat(r.provides, ", ")))
+      out[#out + 1] = ("| `%s` | %s | %s | %s | %s | %s |"):format(r.path, desc, cell(gate),
+        cell(table.concat(r.requires, ", ")), cell(table.concat(r.provides, ", ")), file_cell(flow.dir, r.path))
     end
     out[#out + 1] = ""
   end

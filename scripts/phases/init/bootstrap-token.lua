@@ -8,5 +8,6 @@ return {
   desc = "Generates bootstrap tokens used to join a node to a cluster",
   requires = { "local-apiserver" },
   provides = { "bootstrap-token" },
+  data = { "tokens" }, -- ctx.data keys this phase sets for later ones
   run = function(ctx) cluster_tokens.run(ctx) end,
 }

@@ -19,7 +19,8 @@ return {
   children = {
     { name = "download-certs", desc = "Download certificates shared among control-plane nodes from the kubeadm-certs Secret",
       run = only_cp(cp.download_certs) },
-    { name = "certs", desc = "Generate the certificates for the new control plane components", run = only_cp(cp.certs) },
+    { name = "certs", desc = "Generate the certificates for the new control plane components", run = only_cp(cp.certs),
+      data = { "pki_join" } },
     { name = "kubeconfig", desc = "Generate the kubeconfig for the new control plane components", run = only_cp(cp.kubeconfigs) },
     { name = "control-plane", desc = "Generate the manifests for the new control plane components", run = only_cp(cp.manifests) },
   },
