@@ -67,6 +67,20 @@ static void preload(lua_State *L, const char *name, lua_CFunction open)
 	lua_pop(L, 1);
 }
 
+/* Every moonadm.* binding, requireable (the host and the fuzz targets share this list). */
+static void preload_bindings(lua_State *L)
+{
+	preload(L, "moonadm.core", luaopen_moonadm_core);
+	preload(L, "moonadm.fs", luaopen_moonadm_fs);
+	preload(L, "moonadm.yaml", luaopen_moonadm_yaml);
+	preload(L, "moonadm.encoding", luaopen_moonadm_encoding);
+	preload(L, "moonadm.pki", luaopen_moonadm_pki);
+	preload(L, "moonadm.api", luaopen_moonadm_api);
+	preload(L, "moonadm.etcd", luaopen_moonadm_etcd);
+	preload(L, "moonadm.proc", luaopen_moonadm_proc);
+	preload(L, "moonadm.net", luaopen_moonadm_net);
+}
+
 static void install_searcher(lua_State *L)
 {
 	lua_getglobal(L, "package");
@@ -221,15 +235,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	luaL_openlibs(L);
-	preload(L, "moonadm.core", luaopen_moonadm_core);
-	preload(L, "moonadm.fs", luaopen_moonadm_fs);
-	preload(L, "moonadm.yaml", luaopen_moonadm_yaml);
-	preload(L, "moonadm.encoding", luaopen_moonadm_encoding);
-	preload(L, "moonadm.pki", luaopen_moonadm_pki);
-	preload(L, "moonadm.api", luaopen_moonadm_api);
-	preload(L, "moonadm.etcd", luaopen_moonadm_etcd);
-	preload(L, "moonadm.proc", luaopen_moonadm_proc);
-	preload(L, "moonadm.net", luaopen_moonadm_net);
+	preload_bindings(L);
 	install_searcher(L);
 	if (scripts_dir) {
 		lua_pushstring(L, scripts_dir);

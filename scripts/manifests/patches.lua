@@ -380,7 +380,11 @@ end
 -- The patches directory of the running command (init, join or upgrade), or nil.
 function M.directory(ctx)
   local cfg = ctx.cfg or {}
-  for _, doc in ipairs { cfg.init, cfg.join, cfg.upgrade and cfg.upgrade.apply, cfg.upgrade and cfg.upgrade.node } do
+  local up = cfg.upgrade or {}
+  -- (a list with holes: a join has no InitConfiguration, init no JoinConfiguration)
+  local docs = { cfg.init, cfg.join, up.apply, up.node }
+  for i = 1, 4 do
+    local doc = docs[i]
     if doc and doc.patches and doc.patches.directory and doc.patches.directory ~= "" then
       return doc.patches.directory
     end

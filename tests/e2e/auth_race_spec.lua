@@ -10,6 +10,7 @@
 local fixture = require "lab_fixture"
 local h = require "helpers"
 local api = require "moonadm.api"
+local encoding = require "moonadm.encoding"
 
 local LAB = { name = "e2eauth", subnet = "10.252.23" }
 local ROUNDS = tonumber(os.getenv("MOONADM_AUTH_ROUNDS") or "") or 100

@@ -98,13 +98,13 @@ describe("site phases and reordered flows on the lab", function()
     assert.truthy(p["etcd-join"])
     assert.truthy(p["kubelet-wait-bootstrap"])
     assert.is_nil(p["control-plane-join/etcd"])
-    -- old order (gate off): kubelet-start waits for the bootstrap, control-plane-join/etcd adds the member
+    -- old order (gate off): the kubelet bootstraps through the endpoint, control-plane-join/etcd adds the member after
     old, t_old = up("dev12b", "dev12b", "10.253.13",
       { "--control-planes", "2", "--feature-gates", "ControlPlaneKubeletLocalMode=false" })
     p = journal_phases(assert(node_by_name(old, "cp2")))
     assert.truthy(p["control-plane-join/etcd"])
     assert.is_nil(p["etcd-join"])
-    assert.is_nil(p["kubelet-wait-bootstrap"])
+    assert.truthy(p["kubelet-wait-bootstrap"])
     for _, st in ipairs { new, old } do
       local rc, out = fixture.kubectl(st, { "get", "nodes", "-o", "json" })
       assert.equal(0, rc, out)

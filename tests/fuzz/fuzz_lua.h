@@ -19,14 +19,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argv;
 	FL = luaL_newstate();
 	luaL_openlibs(FL);
-	preload(FL, "moonadm.core", luaopen_moonadm_core);
-	preload(FL, "moonadm.fs", luaopen_moonadm_fs);
-	preload(FL, "moonadm.yaml", luaopen_moonadm_yaml);
-	preload(FL, "moonadm.pki", luaopen_moonadm_pki);
-	preload(FL, "moonadm.api", luaopen_moonadm_api);
-	preload(FL, "moonadm.etcd", luaopen_moonadm_etcd);
-	preload(FL, "moonadm.proc", luaopen_moonadm_proc);
-	preload(FL, "moonadm.net", luaopen_moonadm_net);
+	preload_bindings(FL);
 	install_searcher(FL);
 	if (luaL_dofile(FL, FUZZ_LUA_DIR "/" FUZZ_LUA ".lua") != LUA_OK) {
 		fprintf(stderr, "fuzz: %s\n", lua_tostring(FL, -1));

@@ -30,6 +30,13 @@ spec:
 ]]
 
 describe("patches", function()
+  it("finds the patches directory of a join, which has no InitConfiguration (regression)", function()
+    local patches = require "manifests.patches"
+    assert.equal("/srv/p", patches.directory { cfg = { join = { patches = { directory = "/srv/p" } } } })
+    assert.equal("/srv/u", patches.directory { cfg = { upgrade = { node = { patches = { directory = "/srv/u" } } } } })
+    assert.is_nil(patches.directory { cfg = {} })
+  end)
+
   it("parses kubeadm's file names", function()
     assert.same({ target = "kube-apiserver", suffix = "", type = "strategic" }, patches.parse_name("kube-apiserver.yaml"))
     assert.same({ target = "etcd", suffix = "0", type = "merge" }, patches.parse_name("etcd0+merge.json"))
