@@ -112,7 +112,8 @@ end
 -- The run's admin API client: the one getter (kept in ctx.data.client), built by the command's rule:
 --   init      admin.conf, with kubeadm:cluster-admins ensured through super-admin.conf on first use;
 --             `init phase ... --kubeconfig FILE` (not admin.conf): that file as it is;
---   join      admin.conf as control-plane-prepare wrote it (a control-plane join);
+--   join      admin.conf as control-plane-prepare wrote it (a control-plane join); any other command
+--             (reset, a site phase's ctx:client("admin")): admin.conf (or --kubeconfig) as it is;
 --   upgrade-* --kubeconfig when given, else admin.conf where this node has one (ensured as on init,
 --             outside --dry-run), else kubelet.conf (a worker's upgrade node).
 -- Under --dry-run an init or join client fails every call loudly (no API call is made); an upgrade
@@ -132,12 +133,10 @@ function M.client(ctx)
     end
   elseif ctx.dry_run then
     c = capi.dry_client("admin")
-  elseif ctx.command == "join" then
-    c = capi.from_kubeconfig(ctx, capi.ADMIN_CONF)
-  elseif given and ctx.command == "init" then
-    c = capi.from_kubeconfig(ctx, given)
-  else
+  elseif ctx.command == "init" and not given then
     c = M.ensure(ctx)
+  else
+    c = capi.from_kubeconfig(ctx, given or capi.ADMIN_CONF)
   end
   ctx.data.client = c
   return c

@@ -18,7 +18,6 @@ local encoding = require "moonadm.encoding"
 local pki = require "moonadm.pki"
 local config_mod = require "config"
 local ext = require "lab.external_etcd"
-local kubelet = require "lab.kubelet"
 
 local M = {}
 local join_config

@@ -147,6 +147,15 @@ describe("moonadm reset on a temp root", function()
     assert.equal(before, snapshot(root))
   end)
 
+  it("reset phase preflight runs alone (preparing the reset itself) and touches nothing", function()
+    local before = snapshot(root)
+    local code, out, err = reset(root, { "--force" }, nil, "preflight")
+    assert.equal(0, code, out .. err)
+    assert.matches("[preflight] Running pre-flight checks", out .. err, 1, true)
+    assert.is_nil((out .. err):find("without declaring it", 1, true))
+    assert.equal(before, snapshot(root))
+  end)
+
   it("takes force, cleanupTmpDir and certificatesDir from a ResetConfiguration", function()
     h.write(root .. "/etc/custom-pki/ca.crt", "x")
     h.write(root .. "/reset.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ResetConfiguration\nforce: true\n" ..

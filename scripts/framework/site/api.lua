@@ -1,7 +1,8 @@
 -- What a site phase gets on its ctx besides the stock fields (cfg, gates, root, dry_run, flags,
 -- journal, data, write/read/mkdir/exists/gate): `ctx.log` (the logger) and `ctx:client(which)`,
 -- the API client factory. which:
---   "admin"     the run's admin client (admin.conf; on init and control-plane joins),
+--   "admin"     the run's admin client (cluster.admin.client: on init with kubeadm:cluster-admins
+--               ensured, elsewhere admin.conf or the command's --kubeconfig as it is),
 --   "kubelet"   this node's kubelet credentials (kubelet.conf, written by the TLS bootstrap;
 --               opts.wait = seconds to wait for it, as a phase right after kubelet-start must),
 --   "bootstrap" a join's discovery/TLS-bootstrap client (after discovery, before kubelet-start),

@@ -8,7 +8,8 @@ return {
   name = "control-plane-join",
   flags = { "apiserver-advertise-address", "config", "control-plane", "dry-run", "node-name", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Join a machine as a control plane instance",
-  requires = { "kubelet-started" },
+  requires = { "kubelet-started", "kubelet-bootstrapped" }, -- the Node it marks exists once the kubelet has bootstrapped
+  requires_why = { ["kubelet-bootstrapped"] = "control-plane-join marks this node's Node object, which the kubelet registers only after its TLS bootstrap: keep kubelet-wait-bootstrap before it (in both join orders)." },
   children = {
     -- kubeadm's old place for the etcd member add (the old join order, ControlPlaneKubeletLocalMode=false:
     -- flows/join.lua gates its line; the gate here holds for a flow that lists this parent alone).

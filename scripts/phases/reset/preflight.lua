@@ -11,6 +11,7 @@ return {
   flags = { "dry-run", "force", "ignore-preflight-errors" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run reset pre-flight checks",
   always_run = true,
+  data = { "reset" }, -- run alone (`reset phase preflight`), it prepares the reset's data itself
   run = function(ctx)
     local r = data.get(ctx)
     if not r.force then prompt.confirm(ctx.data.prompt) end
