@@ -116,15 +116,28 @@ function M.load(dir)
   end)
 end
 
+-- A patch names fields of a Kubernetes object, which are strings: YAML's `true:` or `1:` is a
+-- boolean or number key no object has (quoted, "true": is a string).
+local function field_key(k, where)
+  if type(k) ~= "string" then
+    error(("%s: key %s is not a string: a patch names an object's fields (quote it)"):format(
+      where == "" and "patch" or where, tostring(k)), 0)
+  end
+  return k
+end
+
 -- ---------------------------------------------------------------- merge patch (RFC 7386)
-function M.merge(target, patch)
+local function merge(target, patch, where)
   if not is_map(patch) then return copy(patch) end
   local out = is_map(target) and copy(target) or {}
   for k, v in pairs(patch) do
-    if v == null then out[k] = nil else out[k] = M.merge(out[k], v) end
+    field_key(k, where)
+    if v == null then out[k] = nil else out[k] = merge(out[k], v, where .. "." .. k) end
   end
   return out
 end
+
+function M.merge(target, patch) return merge(target, patch, "") end
 
 -- ---------------------------------------------------------------- strategic merge patch
 -- Merge keys of the Pod and Deployment fields kubeadm's targets patch (k8s.io/api patchMergeKey).
@@ -194,7 +207,8 @@ function smp_map(orig, patch, where)
   if directive ~= nil then error(("%s: unknown $patch directive %q"):format(where, tostring(directive)), 0) end
   local out = is_map(orig) and copy(orig) or {}
   for k, v in pairs(patch) do
-    if type(k) == "string" and k:sub(1, 1) == "$" then
+    field_key(k, where)
+    if k:sub(1, 1) == "$" then
       -- $retainKeys is applied below; $setElementOrder/... and $deleteFromPrimitiveList/... only order
       -- or prune lists kubeadm's targets do not merge; they are accepted and have no effect here.
       if k:match("^%$deleteFromPrimitiveList/") then
@@ -319,6 +333,7 @@ local function equal(a, b)
 end
 
 function M.json(target, ops)
+  if not is_array(ops) then error("a JSON patch must be a list of operations", 0) end
   local doc = copy(target)
   for i, op in ipairs(ops) do
     local ok, err = pcall(function()

@@ -118,7 +118,7 @@ describe("site phases and reordered flows on the lab", function()
     local code, _, err = fixture.exec(old, "cp2", { "moonadm", "phases", "check", "join", "--control-plane",
       "--kubelet-server", "local", "--feature-gates", "ControlPlaneKubeletLocalMode=false" })
     assert.equal(1, code)
-    assert.matches('"kubelet-start" requires "local-etcd"', err, 1, true)
+    assert.matches('"kubelet-wait-bootstrap" requires "local-etcd"', err, 1, true)
     io.stderr:write(("\n[timing] lab up (init + 1 control-plane join + spare) stock order: %.1fs; "
       .. "(init + 1 control-plane join) old order: %.1fs\n"):format(t_new, t_old))
   end)
