@@ -41,7 +41,7 @@ BIND_OBJ   := $(patsubst %.c,$(B)/%.o,$(BIND_SRC))
 BIN        ?= bin/moonadm
 
 .PHONY: all deps test test-unit test-long test-build demo lab-bins lab-bins-for-test asan valgrind sanitizers test-hooks \
-  fuzz fuzz-build bench install deb clean
+  fuzz fuzz-build bench install deb clean lab-bins-node
 all: $(BIN)
 
 # The Debian packages the build, the tests, the lab and `make deb` need (the list: tools/deps.sh):
@@ -148,7 +148,14 @@ fuzz: fuzz-build
 	done; echo "fuzz: clean"
 
 lab-bins:
-	@PATH='$(GO_PATH)' lab/build-bins.sh
+	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane
+
+# What the real-kubelet lab adds (kubelet, kube-proxy, containerd v2, crictl, coredns, its image
+# tool and pause) and its images (lab/build-images.sh, from those and the control plane's
+# binaries): only `lab up --kubelet real` and the tests that run it need these.
+lab-bins-node:
+	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node
+	@lab/build-images.sh
 
 # The README's first command: Debian packages (as root), bin/moonadm, the lab's binaries, a lab.
 demo:

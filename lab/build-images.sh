@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds the real-kubelet lab's container images from the lab's own binaries and this machine's
+# files (nothing can be pulled here) into one archive that each node's containerd imports:
+#   lab/build-images.sh            -> .lab/images.tar (a link into the cache)
+# The names and tags are the ones kubeadm v1.35's manifests and addons use for the default
+# imageRepository (registry.k8s.io), so `imagePullPolicy: IfNotPresent` finds them:
+#   kube-apiserver kube-controller-manager kube-scheduler kube-proxy :v1.35.4, etcd:3.6.6-0,
+#   coredns/coredns:v1.13.1, pause:3.10.1; and moonadm.lab/busybox:1.35.0 (Debian's busybox-static)
+# for test pods. Each image is one layer: its binary, the shared libraries ldd names for it (the
+# control-plane binaries are cgo-linked), and for kube-proxy Debian's iptables (nf_tables).
+# Cached outside the clone, keyed by the binaries it was made from (their content-keyed cache paths)
+# and this script.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/.." && pwd)
+bin=${LAB_BIN_DIR:-$top/.lab/bin}
+out=${LAB_IMAGES:-$top/.lab/images.tar}
+K8S_VERSION=v1.35.4
+REPO=registry.k8s.io
+cache_root=${MOONADM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/moonadm}/lab-images
+
+bins="kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd etcdctl coredns pause lab-image"
+for b in $bins; do
+  [ -x "$bin/$b" ] || { echo "lab-images: $bin/$b is missing: run make lab-bins-node" >&2; exit 1; }
+done
+for f in /bin/busybox /usr/sbin/xtables-nft-multi; do
+  [ -x "$f" ] || { echo "lab-images: $f is missing: run make deps" >&2; exit 1; }
+done
+key=$( { for b in $bins; do readlink -f "$bin/$b"; done; cat "$0"
+         dpkg-query -W -f='${Package} ${Version}\n' libc6 iptables busybox-static 2>/dev/null || true; } |
+       sha256sum | cut -c1-16)
+cache=$cache_root/$key
+if [ -s "$cache/images.tar" ]; then
+  echo "lab-images: cached in $cache"
+else
+  t0=$SECONDS
+  work=$(mktemp -d "${TMPDIR:-/tmp}/moonadm-lab-images.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  # copy FILE to ROOT at DEST (default: the same path), and the shared libraries it needs
+  put() {
+    local root=$1 file=$2 dest=${3:-$2}
+    mkdir -p "$root$(dirname "$dest")"
+    cp -L "$file" "$root$dest"
+    local lib
+    for lib in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*' || true); do
+      [ -e "$root$lib" ] && continue
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done
+  }
+  base() { # the files every image has: a /tmp, users, name-service order
+    local root=$1
+    mkdir -p "$root/tmp" "$root/etc" "$root/var/run"
+    chmod 1777 "$root/tmp"
+    printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' > "$root/etc/passwd"
+    printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+    printf 'hosts: files dns\n' > "$root/etc/nsswitch.conf"
+  }
+  args=()
+  image() { # REF ROOT ENTRYPOINT
+    local ref=$1 root=$2 entry=$3 layer=$work/$(echo "$1" | tr '/:' '__').tar
+    tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$root" -cf "$layer" .
+    args+=("$ref" "$layer" "$entry")
+  }
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    r=$work/$c; base "$r"; put "$r" "$bin/$c" "/usr/local/bin/$c"
+    image "$REPO/$c:$K8S_VERSION" "$r" -
+  done
+  r=$work/kube-proxy; base "$r"; put "$r" "$bin/kube-proxy" /usr/local/bin/kube-proxy
+  put "$r" /usr/sbin/xtables-nft-multi
+  for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    ln -s xtables-nft-multi "$r/usr/sbin/$t"
+  done
+  mkdir -p "$r/usr/lib/x86_64-linux-gnu"
+  cp -a /usr/lib/x86_64-linux-gnu/xtables "$r/usr/lib/x86_64-linux-gnu/"
+  for so in "$r"/usr/lib/x86_64-linux-gnu/xtables/*.so; do
+    for lib in $(ldd "$so" 2>/dev/null | grep -o '/[^ ]*' || true); do
+      [ -e "$r$lib" ] || { mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; }
+    done
+  done
+  image "$REPO/kube-proxy:$K8S_VERSION" "$r" -
+  r=$work/etcd; base "$r"; put "$r" "$bin/etcd" /usr/local/bin/etcd; put "$r" "$bin/etcdctl" /usr/local/bin/etcdctl
+  image "$REPO/etcd:3.6.6-0" "$r" /usr/local/bin/etcd
+  r=$work/coredns; base "$r"; put "$r" "$bin/coredns" /coredns
+  image "$REPO/coredns/coredns:v1.13.1" "$r" /coredns
+  r=$work/pause; mkdir -p "$r"; put "$r" "$bin/pause" /pause
+  image "$REPO/pause:3.10.1" "$r" /pause
+  r=$work/busybox; base "$r"; put "$r" /bin/busybox /bin/busybox
+  for a in $(/bin/busybox --list); do [ -e "$r/bin/$a" ] || ln -s busybox "$r/bin/$a"; done
+  image "moonadm.lab/busybox:1.35.0" "$r" -
+  mkdir -p "$cache.tmp"
+  "$bin/lab-image" "$cache.tmp/images.tar" "${args[@]}"
+  rm -rf "$cache"; mv "$cache.tmp" "$cache"
+  echo "lab-images: built $(( $(stat -c %s "$cache/images.tar") / 1048576 )) MiB in $((SECONDS - t0))s"
+fi
+mkdir -p "$(dirname "$out")"
+ln -sfn "$cache/images.tar" "$out"
