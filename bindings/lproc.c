@@ -137,6 +137,24 @@ static int l_wait(lua_State *L)
 	return 2;
 }
 
+/* proc.wait_any([nohang]) -> pid, code | false: reaps any one exited child (a PID 1's duty). */
+static int l_wait_any(lua_State *L)
+{
+	pid_t pid = 0;
+	int code = 0;
+	ma_err e;
+	int r = ma_proc_wait_any(lua_toboolean(L, 1), &pid, &code, &e);
+	if (r < 0)
+		return ma_push_err(L, &e);
+	if (!r) {
+		lua_pushboolean(L, 0);
+		return 1;
+	}
+	lua_pushinteger(L, pid);
+	lua_pushinteger(L, code);
+	return 2;
+}
+
 static int l_alive(lua_State *L)
 {
 	lua_pushboolean(L, ma_proc_alive((pid_t)luaL_checkinteger(L, 1)));
@@ -181,7 +199,7 @@ static int l_run(lua_State *L)
 
 int luaopen_moonadm_proc(lua_State *L)
 {
-	static const luaL_Reg fns[] = {{"spawn", l_spawn}, {"signal", l_signal}, {"wait", l_wait},
+	static const luaL_Reg fns[] = {{"spawn", l_spawn}, {"signal", l_signal}, {"wait", l_wait}, {"wait_any", l_wait_any},
 				       {"alive", l_alive}, {"run", l_run},       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;

@@ -175,6 +175,24 @@ int ma_proc_wait(pid_t pid, int nohang, int *code, ma_err *e)
 	return 1;
 }
 
+int ma_proc_wait_any(int nohang, pid_t *pid, int *code, ma_err *e)
+{
+	int status;
+	pid_t r;
+	do
+		r = waitpid(-1, &status, nohang ? WNOHANG : 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0 && errno == ECHILD)
+		return 0;
+	if (r < 0)
+		return ma_fail_errno(e, errno, "wait for any child");
+	if (r == 0)
+		return 0;
+	*pid = r;
+	*code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return 1;
+}
+
 int ma_proc_alive(pid_t pid)
 {
 	if (pid <= 0 || kill(pid, 0) != 0)

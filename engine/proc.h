@@ -37,6 +37,9 @@ int ma_proc_signal(pid_t pid, int sig, ma_err *e);
 /* Non-blocking when nohang: returns 1 and the exit status when the child ended, 0 when still
  * running. *code is the exit code, or 128+signal. */
 int ma_proc_wait(pid_t pid, int nohang, int *code, ma_err *e);
+/* Reaps any one exited child: 1 with *pid and *code set, 0 when none has exited (or there are no
+ * children at all: a PID 1 polls this), -1 on error. */
+int ma_proc_wait_any(int nohang, pid_t *pid, int *code, ma_err *e);
 /* 1 when a process with this PID exists (and is not a zombie). */
 int ma_proc_alive(pid_t pid);
 

@@ -8,6 +8,8 @@ local kubelet = require "lab.kubelet"
 local lab_lb = require "lab.lb"
 local log = require "framework.log"
 local net = require "lab.net"
+local lab_node = require "lab.node"
+local lab_systemctl = require "lab.systemctl"
 
 local M = {}
 
@@ -44,6 +46,8 @@ M.flags = {
     { name = "subnet", type = "string", help = "The lab's /24, as its first three octets (default: a free one, " ..
       net.SUBNET .. " for the default lab, else one picked from the name in " .. net.POOL .. ".0.0/16)" },
     { name = "ready-timeout", type = "int", default = 180, help = "Seconds to wait for every mirror Pod and every Node Ready before `lab up` fails" },
+    { name = "kubelet", type = "string", default = "standin", help = "standin (the lab's kubelet stand-in: fast, no runtime) or real (the real kubelet and containerd per node; `make lab-bins-node`)" },
+    { name = "images", type = "string", help = "The image archive each real node imports (default .lab/images.tar)" },
   },
   down = with_common {},
   status = with_common {},
@@ -56,6 +60,15 @@ M.flags = {
     { name = "healthz-port", type = "int", default = 10248, help = "The healthz port on 127.0.0.1" },
     { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
     { name = "v", short = "v", type = "int", default = 0 },
+  },
+  node = {
+    { name = "root", type = "string", help = "The node's root directory" },
+    { name = "node-name", type = "string", help = "The node's name" },
+    { name = "bin-dir", type = "string", help = "Where containerd, ctr and the kubelet are" },
+    { name = "unit", type = "string", help = "The kubelet's systemd drop-in (kubeadm's 10-kubeadm.conf)" },
+    { name = "images", type = "string", help = "The image archive to import" },
+    { name = "cgroup", type = "string", help = "The node's cgroup (its kubelet's cgroupRoot)" },
+    { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
   },
   lb = {
     { name = "listen", type = "string", help = "IP:PORT to listen on" },
@@ -96,6 +109,10 @@ M.help = {
     flags = M.flags.exec },
   ["kubelet"] = { short = "The lab's kubelet stand-in for one node (started by `lab up`)",
     args = "", flags = M.flags.kubelet },
+  ["node"] = { short = "A real-kubelet lab node's init: containerd and the kubelet service (started by `lab up --kubelet real`)",
+    args = "", flags = M.flags.node },
+  ["systemctl"] = { short = "The systemctl of a real-kubelet lab node (its kubelet service)", args = "VERB [kubelet]",
+    flags = {} },
   ["lb"] = { short = "The lab's TCP load balancer in front of the kube-apiservers (started by `lab up`)",
     args = "", flags = M.flags.lb },
 }
@@ -141,6 +158,17 @@ function M.kubelet(argv)
   return 0
 end
 
+function M.node(argv)
+  local flags = flags_mod.parse(M.flags.node, argv)
+  if not flags then error("usage: moonadm lab node --root DIR --node-name NAME --bin-dir DIR --unit FILE --images TAR --cgroup NAME", 0) end
+  for _, f in ipairs { "root", "node-name", "bin-dir", "unit", "images", "cgroup" } do
+    if not flags[f] then error("lab node: --" .. f .. " is required", 0) end
+  end
+  lab_node.new { root = flags.root, node_name = flags["node-name"], bin_dir = flags["bin-dir"], unit = flags.unit,
+    images = flags.images, cgroup = flags.cgroup }:run()
+  return 0
+end
+
 function M.lb(argv)
   local flags = flags_mod.parse(M.flags.lb, argv)
   if not flags or not flags.listen or not flags.backend then
@@ -153,7 +181,8 @@ end
 function M.main(argv)
   local sub = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
-  local f = ({ up = M.up, down = M.down, status = M.status, exec = M.exec, kubelet = M.kubelet, lb = M.lb })[sub]
+  local f = ({ up = M.up, down = M.down, status = M.status, exec = M.exec, kubelet = M.kubelet, lb = M.lb, node = M.node,
+    systemctl = lab_systemctl.main })[sub]
   if not f then
     io.stderr:write("usage: moonadm lab up|down|status|exec [--dir DIR] [-o json]\n")
     return 1

@@ -18,6 +18,8 @@ local encoding = require "moonadm.encoding"
 local pki = require "moonadm.pki"
 local config_mod = require "config"
 local ext = require "lab.external_etcd"
+local cni = require "lab.cni"
+local lab_node = require "lab.node"
 
 local M = {}
 local join_config
@@ -38,6 +40,7 @@ function M.default_dir(name)
   return top_dir() .. "/.lab/" .. ((name == nil or name == net.NAME) and "cluster" or name)
 end
 function M.default_bin() return os.getenv("MOONADM_LAB_BIN") or (top_dir() .. "/.lab/bin") end
+function M.default_images() return os.getenv("MOONADM_LAB_IMAGES") or (top_dir() .. "/.lab/images.tar") end
 
 local function need_root()
   if core.getuid() ~= 0 then error("the lab needs root (network namespaces, bind mounts)", 0) end
@@ -70,6 +73,23 @@ local function node_mounts(root)
   return m
 end
 
+-- A real-kubelet node also has its own containerd state, CNI config and state, logs, and a private
+-- /run (containerd's shim sockets are fixed under /run/containerd; runc state and pod netns live there).
+local REAL_NODE_DIRS <const> = { "/var/log", "/var/lib/containerd", "/var/lib/cni", "/etc/cni/net.d" }
+
+local function real_node_mounts(root)
+  local m = { { type = "tmpfs", dst = "/run" } }
+  for _, mm in ipairs(node_mounts(root)) do m[#m + 1] = mm end
+  for _, d in ipairs(REAL_NODE_DIRS) do
+    node_dir(root, d, "0755")
+    m[#m + 1] = { type = "bind", src = root .. d, dst = d }
+  end
+  return m
+end
+
+-- The cgroup (in every hierarchy) a real node's kubelet uses as its cgroupRoot.
+local function cgroup_name(st, node) return ("moonadm-%s-%s"):format(st.name, node.name) end
+
 local function write_hosts(st)
   local lines = { "127.0.0.1	localhost", "::1	localhost ip6-localhost ip6-loopback" }
   for _, n in ipairs(st.nodes) do lines[#lines + 1] = n.ip .. "	" .. n.name end
@@ -77,13 +97,13 @@ local function write_hosts(st)
   for _, n in ipairs(st.nodes) do state.write(n.root .. "/etc/hosts", text, "0644", "0755") end
 end
 
-local function node_env(extra)
+local function node_env(extra, runtime)
   local env, replaced = {}, { MOONADM_NODE_RUNTIME = true }
   for _, e in ipairs(extra or {}) do replaced[e:match("^([^=]+)=")] = true end
   for _, e in ipairs(core.environ()) do
     if not replaced[e:match("^([^=]+)=") or ""] then env[#env + 1] = e end
   end
-  env[#env + 1] = "MOONADM_NODE_RUNTIME=lab"
+  env[#env + 1] = "MOONADM_NODE_RUNTIME=" .. (runtime or "lab")
   for _, e in ipairs(extra or {}) do env[#env + 1] = e end
   return env
 end
@@ -93,13 +113,24 @@ local function find_node(st, name)
 end
 
 -- Runs argv "on" a node: its network namespace, its root's node dirs at their / paths.
+-- On a real-kubelet node: inside the namespaces of its init (network, mount, UTS, PID), with the
+-- lab's systemctl first on PATH and the systemd node runtime, as on a real node.
 function M.exec_on(st, node, argv, opts)
   opts = opts or {}
   if argv[1] == "moonadm" then argv[1] = core.exe() end
   local bin = st.bin_dir
   local path_env = "PATH=" .. bin .. ":" .. (os.getenv("PATH") or "/usr/bin:/bin")
-  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(node.name, st.name), mounts = node_mounts(node.root),
-    env = node_env { path_env }, cwd = os.getenv("PWD"), log = opts.log }
+  local pid, err
+  if st.kubelet == "real" then
+    local full = { "nsenter", "-t", tostring(math.tointeger(node.init_pid)), "-n", "-m", "-u", "-p",
+      "--wd=" .. (os.getenv("PWD") or "/"), "--" }
+    for _, a in ipairs(argv) do full[#full + 1] = a end
+    pid, err = proc.spawn { argv = full, log = opts.log, env = node_env({ "PATH=" .. st.dir .. "/sbin:" .. bin .. ":" ..
+      (os.getenv("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin") }, "systemd") }
+  else
+    pid, err = proc.spawn { argv = argv, netns = net.netns_path(node.name, st.name), mounts = node_mounts(node.root),
+      env = node_env { path_env }, cwd = os.getenv("PWD"), log = opts.log }
+  end
   if not pid then error(err, 0) end
   local _, code = proc.wait(pid)
   return code
@@ -164,6 +195,10 @@ function M.not_up(c, st)
             local hash = ((p and p.metadata.annotations) or {})["kubernetes.io/config.mirror"]
             if not p then
               no_mirror[#no_mirror + 1] = key
+            elseif st.kubelet == "real" then
+              -- the real kubelet's hash is its own: the mirror Pod must run, as the kubelet reports it
+              local phase = (p.status or {}).phase
+              if phase ~= "Running" then no_mirror[#no_mirror + 1] = ("%s (%s)"):format(key, tostring(phase)) end
             elseif hash ~= encoding.sha256_hex(text):sub(1, 32) then
               no_mirror[#no_mirror + 1] = key .. " (of an older manifest)"
             end
@@ -174,8 +209,31 @@ function M.not_up(c, st)
       if r ~= true then not_ready[#not_ready + 1] = ("%s (%s)"):format(n.name, r or "not registered") end
     end
   end
+  -- with the real kubelet the addons run too: every Deployment of kube-system available and every
+  -- DaemonSet ready on every node it wants
+  local not_running = {}
+  if st.kubelet == "real" then
+    for _, kind in ipairs { "Deployment", "DaemonSet" } do
+      local list, lerr = c:list({ apiVersion = "apps/v1", kind = kind, namespace = "kube-system" }, { timeout = 5 })
+      if not list then return ("listing the %ss: %s"):format(kind, tostring(lerr)) end
+      for _, o in ipairs(list.items or {}) do
+        local want, have
+        if kind == "Deployment" then
+          want, have = (o.spec or {}).replicas or 1, (o.status or {}).availableReplicas or 0
+        else
+          want, have = (o.status or {}).desiredNumberScheduled or 0, (o.status or {}).numberReady or 0
+          if want == 0 then want = 1 end -- not scheduled yet
+        end
+        if have < want then
+          not_running[#not_running + 1] = ("%s %s (%d/%d ready)"):format(kind, o.metadata.name, math.tointeger(have) or 0,
+            math.tointeger(want) or 0)
+        end
+      end
+    end
+  end
   local parts = {}
   if #no_mirror > 0 then parts[#parts + 1] = "no mirror Pod for " .. table.concat(no_mirror, ", ") end
+  if #not_running > 0 then parts[#parts + 1] = "addons not ready: " .. table.concat(not_running, ", ") end
   if #not_ready > 0 then parts[#parts + 1] = "Nodes not Ready: " .. table.concat(not_ready, ", ") end
   if #parts > 0 then return table.concat(parts, "; ") end
 end
@@ -190,7 +248,12 @@ end
 local function teardown(dir, st, name)
   st = st or state.load(dir) or { nodes = {}, name = name }
   local pids = {}
-  for _, n in ipairs(st.nodes or {}) do if n.kubelet_pid then pids[#pids + 1] = n.kubelet_pid end end
+  for _, n in ipairs(st.nodes or {}) do
+    if n.kubelet_pid then pids[#pids + 1] = n.kubelet_pid end
+    -- a real node's init first: its death ends every process of the node's PID namespace
+    if n.init_pid then proc.signal(n.init_pid, "KILL") end
+    if n.node_pid then pids[#pids + 1] = n.node_pid end
+  end
   if st.lb and st.lb.pid then pids[#pids + 1] = st.lb.pid end
   for _, m in ipairs(st.etcd or {}) do if m.etcd_pid then pids[#pids + 1] = m.etcd_pid end end
   for _, pid in ipairs(pids) do proc.signal(pid, "TERM") end
@@ -210,6 +273,16 @@ local function teardown(dir, st, name)
   end
   for _, node in ipairs(net.list_nodes(lab)) do net.node_down(node, lab) end
   net.bridge_down(lab)
+  -- a real node's cgroups, once its processes are gone (the kernel ends them just after their init)
+  if st.kubelet == "real" then
+    for _, n in ipairs(st.nodes or {}) do
+      for _ = 1, 50 do
+        lab_node.remove_cgroups(cgroup_name(st, n))
+        if not fs.exists("/sys/fs/cgroup/pids/" .. cgroup_name(st, n)) then break end
+        core.sleep(0.1)
+      end
+    end
+  end
   -- The empty mount points this lab created on the host go, unless another lab still runs: removing
   -- a directory that is a mount point in another namespace would detach that lab's mounts.
   local _, others = proc.run { argv = { "ip", "netns", "list" } }
@@ -218,6 +291,33 @@ local function teardown(dir, st, name)
   end
   state.remove(dir)
 end
+
+-- What a real-kubelet lab node needs from its kubeadm config, set as a user would set it:
+-- nodeRegistration.kubeletExtraArgs --node-ip (without it the kubelet looks its own name up in DNS on
+-- every pod admission, and no DNS answers here), and a kubeletconfiguration patch of its own with its
+-- cgroupRoot (the cluster's KubeletConfiguration is one for all nodes; kubelets side by side on one host
+-- would garbage-collect each other's pod cgroups). Returns the patches directory.
+local function real_node_registration(st, node, reg)
+  reg.kubeletExtraArgs = reg.kubeletExtraArgs or {}
+  local has_ip
+  for _, a in ipairs(reg.kubeletExtraArgs) do has_ip = has_ip or a.name == "node-ip" end
+  if not has_ip then table.insert(reg.kubeletExtraArgs, { name = "node-ip", value = node.ip }) end
+  local dir = st.dir .. "/" .. node.name .. "-patches"
+  state.write(dir .. "/kubeletconfiguration+strategic.yaml", ("cgroupRoot: /%s\n"):format(cgroup_name(st, node)), "0644", "0755")
+  return dir
+end
+
+-- The cluster's KubeletConfiguration of a real-kubelet lab, where the user's config leaves a field out:
+-- this machine has cgroup v1, which kubelet v1.35 refuses unless failCgroupV1 is false; no systemd
+-- (cgroupfs); the images were imported by hand and can never be pulled again, so image garbage
+-- collection and disk-pressure eviction must not remove them; swap may be on.
+M.REAL_KUBELET_CONFIG = {
+  failCgroupV1 = false, cgroupDriver = "cgroupfs", failSwapOn = false,
+  imageGCHighThresholdPercent = 100, imageGCLowThresholdPercent = 99,
+  evictionHard = { ["memory.available"] = "1Mi", ["nodefs.available"] = "1%", ["imagefs.available"] = "1%",
+    ["nodefs.inodesFree"] = "1%" },
+}
+M.REAL_POD_SUBNET = "10.244.0.0/16"
 
 local function init_config(st, node, user_config, gates)
   local docs = {}
@@ -251,6 +351,28 @@ local function init_config(st, node, user_config, gates)
     cluster.etcd = { external = { endpoints = st.external.endpoints, caFile = "/etc/kubernetes/pki/etcd/ca.crt",
       certFile = "/etc/kubernetes/pki/apiserver-etcd-client.crt", keyFile = "/etc/kubernetes/pki/apiserver-etcd-client.key" } }
   end
+  if st.kubelet == "real" then
+    local kc
+    for _, d in ipairs(docs) do if d.kind == "KubeletConfiguration" then kc = d end end
+    if not kc then
+      kc = { apiVersion = "kubelet.config.k8s.io/v1beta1", kind = "KubeletConfiguration" }
+      docs[#docs + 1] = kc
+    end
+    for k, v in pairs(M.REAL_KUBELET_CONFIG) do if kc[k] == nil then kc[k] = v end end
+    cluster.networking = cluster.networking or {}
+    cluster.networking.podSubnet = cluster.networking.podSubnet or M.REAL_POD_SUBNET
+    -- kube-proxy runs in a node's network namespace: nf_conntrack_max is the host's, not its to set
+    local kp
+    for _, d in ipairs(docs) do if d.kind == "KubeProxyConfiguration" then kp = d end end
+    if not kp then
+      kp = { apiVersion = "kubeproxy.config.k8s.io/v1alpha1", kind = "KubeProxyConfiguration" }
+      docs[#docs + 1] = kp
+    end
+    kp.conntrack = kp.conntrack or {}
+    if kp.conntrack.maxPerCore == nil then kp.conntrack.maxPerCore = 0 end
+    local patches = real_node_registration(st, node, init.nodeRegistration)
+    init.patches = init.patches or { directory = patches }
+  end
   if gates and next(gates) then
     cluster.featureGates = cluster.featureGates or {}
     for k, v in pairs(gates) do cluster.featureGates[k] = v end
@@ -273,6 +395,7 @@ join_config = function(st, node, cp1)
       caCertHashes = { pin } } },
     nodeRegistration = { name = node.name, criSocket = "unix:///var/run/containerd/containerd.sock" },
   }
+  if st.kubelet == "real" then doc.patches = { directory = real_node_registration(st, node, doc.nodeRegistration) } end
   if node.role == "control-plane" then
     doc.controlPlane = { localAPIEndpoint = { advertiseAddress = node.ip, bindPort = 6443 },
       certificateKey = st.certificate_key }
@@ -299,13 +422,67 @@ local function other_labs(name, dir)
   return out
 end
 
+-- Starts a real-kubelet node: its init (lab/node.lua) as PID 1 of new PID and UTS namespaces, in its
+-- network namespace, with its private /run and its directories bound at their canonical paths.
+-- Records the init's host PID (the child of `unshare --fork`) for exec_on and teardown.
+local function start_real_node(st, n, images)
+  local argv = { "unshare", "--pid", "--uts", "--fork", "--mount-proc", core.exe(), "lab", "node", "--root", n.root,
+    "--node-name", n.name, "--bin-dir", st.bin_dir, "--unit", top_dir() .. "/packaging/10-kubeadm.conf",
+    "--images", images, "--cgroup", cgroup_name(st, n) }
+  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(n.name, st.name), mounts = real_node_mounts(n.root),
+    log = n.root .. "/var/log/moonadm-node.log", new_session = true }
+  if not pid then error(("%s: starting its init: %s"):format(n.name, err), 0) end
+  n.node_pid = pid
+  local deadline = core.monotonic() + 10
+  while not n.init_pid do
+    local f = io.open(("/proc/%d/task/%d/children"):format(pid, pid), "r")
+    local child = f and tonumber((f:read("a") or ""):match("%d+"))
+    if f then f:close() end
+    if child then n.init_pid = child
+    elseif not proc.alive(pid) or core.monotonic() > deadline then
+      error(("%s: its init did not start: see %s/var/log/moonadm-node.log"):format(n.name, n.root), 0)
+    else core.sleep(0.02) end
+  end
+end
+
+-- Waits for every real node's init to report containerd up and the images imported.
+local function wait_real_nodes(st)
+  wait_for("containerd and the lab's images on every node", 180, function()
+    local missing = {}
+    for _, n in ipairs(st.nodes) do
+      local f = io.open(n.root .. "/lab-node.json", "r")
+      local r = f and cjson.decode(f:read("a"))
+      if f then f:close() end
+      if r and r.ready == false then error(("node %s: %s (log: %s/var/log/moonadm-node.log)"):format(n.name, r.error, n.root), 0) end
+      if not (r and r.ready) then
+        if not proc.alive(n.init_pid) then
+          error(("node %s: its init exited: see %s/var/log/moonadm-node.log"):format(n.name, n.root), 0)
+        end
+        missing[#missing + 1] = n.name
+      end
+    end
+    if #missing == 0 then return true end
+    return false, "not ready yet: " .. table.concat(missing, " ")
+  end, "containerd runs and the images are imported on every node")
+end
+
 function M.up(flags, set)
   need_root()
   local bin = M.abs(flags["bin-dir"] or M.default_bin())
-  for _, b in ipairs { "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl" } do
+  local real = flags.kubelet == "real"
+  if flags.kubelet ~= "real" and flags.kubelet ~= "standin" then
+    error(("--kubelet %q: give standin (the lab's stand-in, the default) or real (kubelet and containerd)"):format(flags.kubelet), 0)
+  end
+  local need = { "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl" }
+  if real then for _, b in ipairs { "kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "crictl" } do need[#need + 1] = b end end
+  for _, b in ipairs(need) do
     local f = io.open(bin .. "/" .. b, "r")
-    if not f then error(("%s/%s is missing: run `make lab-bins` first"):format(bin, b), 0) end
+    if not f then error(("%s/%s is missing: run `make %s` first"):format(bin, b, real and "lab-bins-node" or "lab-bins"), 0) end
     f:close()
+  end
+  local images = M.abs(flags.images or M.default_images())
+  if real and not fs.exists(images) then
+    error(("%s is missing: run `make lab-bins-node` first (it builds the lab's images)"):format(images), 0)
   end
   local ok, err = net.check()
   if not ok then error(err, 0) end
@@ -354,9 +531,17 @@ function M.up(flags, set)
     end
   end)
   if not okc then release() error(cerr, 0) end
-  local st = { name = name, dir = dir, bin_dir = bin, subnet = subnet, nodes = {}, created_dirs = {} }
+  local st = { name = name, dir = dir, bin_dir = bin, subnet = subnet, nodes = {}, created_dirs = {},
+    kubelet = real and "real" or "standin" }
   for _, d in ipairs(NODE_DIRS) do
     if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
+  end
+  if real then
+    for _, d in ipairs(REAL_NODE_DIRS) do
+      if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
+    end
+    -- the node's systemctl (lab/systemctl.lua), first on its PATH in exec_on
+    state.write(dir .. "/sbin/systemctl", ("#!/bin/sh\nexec '%s' lab systemctl \"$@\"\n"):format(core.exe()), "0755", "0755")
   end
   for i = 1, ncp do st.nodes[#st.nodes + 1] = { name = "cp" .. i, role = "control-plane" } end
   for i = 1, nw do st.nodes[#st.nodes + 1] = { name = "w" .. i, role = "worker" } end
@@ -382,11 +567,15 @@ function M.up(flags, set)
       state.mkdir(n.root, "0755") -- a node's root is its "/"
       node_dir(n.root, "/var/log", "0755")
       node_dir(n.root, "/etc/kubernetes/manifests", "0700") -- kubeadm's mode for the static Pod dir
-      local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
-        "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
-        log = n.root .. "/var/log/moonadm-kubelet.log", new_session = true }
-      if not pid then error(serr, 0) end
-      n.kubelet_pid = pid
+      if real then
+        start_real_node(st, n, images)
+      else
+        local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
+          "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
+          log = n.root .. "/var/log/moonadm-kubelet.log", new_session = true }
+        if not pid then error(serr, 0) end
+        n.kubelet_pid = pid
+      end
       state.save(dir, st)
     end
     if ncp > 1 then
@@ -416,7 +605,7 @@ function M.up(flags, set)
     local cp1 = st.nodes[1]
     local all = {}
     for _, n in ipairs(st.nodes) do all[#all + 1] = n.name end
-    wait_for(("the kubelet stand-ins of %s at http://127.0.0.1:10248/healthz of each node"):format(table.concat(all, " ")),
+    if real then wait_real_nodes(st) else wait_for(("the kubelet stand-ins of %s at http://127.0.0.1:10248/healthz of each node"):format(table.concat(all, " ")),
       30, function()
         local missing = {}
         for _, n in ipairs(st.nodes) do
@@ -431,7 +620,7 @@ function M.up(flags, set)
         end
         if #missing == 0 then return true end
         return false, "not answering yet: " .. table.concat(missing, " ")
-      end, "The kubelet stand-ins are healthy")
+      end, "The kubelet stand-ins are healthy") end
     for _, n in ipairs(st.nodes) do n.healthy = nil end
     st.token = pki.token_id() .. "." .. pki.token_secret()
     st.certificate_key = pki.certificate_key()
@@ -480,6 +669,11 @@ function M.up(flags, set)
       if not c then error(("an API client from %s/admin.conf: %s"):format(dir, tostring(cerr)), 0) end
       local okw, werr = pcall(wait_for, ("every static Pod's mirror Pod and every Node Ready (%s)"):format(
         table.concat(names, " ")), flags["ready-timeout"], function()
+          if real then
+            -- pod networking follows each Node's pod CIDR, as a CNI DaemonSet would wire it
+            local nodes = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
+            if nodes then cni.sync(st, nodes); state.save(dir, st) end
+          end
           local why = M.not_up(c, st)
           return why == nil, why
         end, "Every static Pod has its mirror Pod and every Node is Ready")

@@ -56,6 +56,21 @@ static void test_signal_and_alive(void)
 	CHECK(ma_proc_alive(pid) == 0, "gone");
 }
 
+/* A PID 1 reaps children it did not start by pid: wait_any says which one ended and how. */
+static void test_wait_any(void)
+{
+	pid_t pid, got = 0;
+	int code = -1;
+	ma_err e;
+	CHECK(ma_proc_wait_any(1, &got, &code, &e) == 0, "no children: nothing to reap");
+	const char *argv[] = {"sh", "-c", "exit 3", NULL};
+	struct ma_spawn s = {.argv = argv};
+	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
+	CHECK(ma_proc_wait_any(0, &got, &code, &e) == 1, "reaped");
+	CHECK(got == pid && code == 3, "pid %d code %d", (int)got, code);
+	CHECK(ma_proc_wait_any(1, &got, &code, &e) == 0, "nothing left");
+}
+
 static void test_exec_failure(void)
 {
 	char log[300];
@@ -104,6 +119,7 @@ int main(void)
 		return 1;
 	RUN(test_exit_code_and_log);
 	RUN(test_signal_and_alive);
+	RUN(test_wait_any);
 	RUN(test_exec_failure);
 	RUN(test_private_mounts);
 	char cmd[300];

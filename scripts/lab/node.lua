@@ -1,0 +1,263 @@
+-- A real-kubelet lab node's init: `moonadm lab node --root DIR --node-name N --bin-dir DIR --unit FILE
+-- --images TAR --cgroup NAME`, started by `lab up --kubelet real` as PID 1 of the node's own PID and
+-- UTS namespaces, inside its network namespace and a mount namespace where /run is a private tmpfs
+-- and the node's directories sit at their canonical paths (lab/cluster.lua). It does for the node
+-- what systemd does on a real one, and no more:
+--   containerd.service: containerd with this node's config (restarted when it exits);
+--   kubelet.service:    stopped until asked; started, stopped and restarted by `systemctl` (the lab's
+--                       lab/systemctl.lua on the node's PATH), its command line built from kubeadm's
+--                       drop-in (lab/unit.lua), restarted 10 s after it exits (the kubelet package's
+--                       RestartSec);
+-- and, once containerd answers, imports the lab's images (nothing can be pulled here). As PID 1 it
+-- reaps every orphan (the shims re-parent to it); when it dies the kernel ends every process of the
+-- node, which is how `lab down` stops a node.
+local core = require "moonadm.core"
+local fs = require "moonadm.fs"
+local proc = require "moonadm.proc"
+local cjson = require "cjson"
+local unit = require "lab.unit"
+
+local M = {}
+
+M.CONTROL = "/run/moonadm-lab"      -- kubelet.want (systemctl's requests) and kubelet.state (answers)
+M.SOCKET = "/run/containerd/containerd.sock"
+M.PAUSE = "registry.k8s.io/pause:3.10.1" -- kubeadm v1.35's; containerd 2.4's own default is 3.10.2
+local PATH <const> = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+local RESTART_SEC <const> = { containerd = 5, kubelet = 10 }
+local STOP_GRACE <const> = 10
+
+local function log(fmt, ...)
+  io.stdout:write(os.date("!%Y-%m-%dT%H:%M:%SZ "), core.redact(fmt:format(...)), "\n")
+  io.stdout:flush()
+end
+
+local function read(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- containerd's config for a lab node (each setting is one the lab cannot run without; see
+-- docs/lab.md): the CRI pins kubeadm's pause tag and never pulls it, the OOM score is left alone
+-- (root here lacks CAP_SYS_RESOURCE), cgroupfs (no systemd), Debian's CNI plugins, pod netns
+-- files under the node's private state dir.
+function M.containerd_config()
+  return ([[
+version = 3
+root = '/var/lib/containerd'
+state = '/run/containerd'
+
+[grpc]
+  address = '%s'
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '%s'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    netns_mounts_under_state_dir = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = 'io.containerd.runc.v2'
+      disable_pause_image_pull = true
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '/etc/cni/net.d'
+  [plugins.'io.containerd.nri.v1.nri']
+    disable = true
+]]):format(M.SOCKET, M.PAUSE)
+end
+
+-- The cgroup of this node in every hierarchy of the host (cgroup v1 here, one dir per controller,
+-- and the v2 "unified" one): the kubelet's cgroupRoot, so kubelets side by side never touch each
+-- other's pods. cpuset children start with no CPUs: they get their parent's.
+function M.make_cgroups(name)
+  for _, h in ipairs(fs.list("/sys/fs/cgroup") or {}) do
+    local base = "/sys/fs/cgroup/" .. h
+    if fs.exists(base .. "/cgroup.procs") then
+      local d = base .. "/" .. name
+      os.execute(("mkdir -p '%s'"):format(d))
+      if h == "cpuset" then
+        for _, f in ipairs { "cpuset.cpus", "cpuset.mems" } do
+          local v = read(base .. "/" .. f)
+          local out = v and io.open(d .. "/" .. f, "w")
+          if out then out:write(v); out:close() end
+        end
+      end
+    end
+  end
+end
+
+-- Removes a node's cgroups, children first (each must be empty of processes: the node is gone).
+function M.remove_cgroups(name)
+  for _, h in ipairs(fs.list("/sys/fs/cgroup") or {}) do
+    local d = "/sys/fs/cgroup/" .. h .. "/" .. name
+    if fs.exists(d) then
+      os.execute(("find '%s' -depth -type d -exec rmdir {} + 2>/dev/null"):format(d))
+    end
+  end
+end
+
+local Node = {}
+Node.__index = Node
+
+function M.new(o)
+  return setmetatable({ o = o, services = {}, gen = 0, imported = false, state_text = nil }, Node)
+end
+
+function Node:env()
+  local env = { "PATH=" .. self.o.bin_dir .. ":" .. PATH, "HOME=/root" }
+  return env
+end
+
+function Node:kubelet_argv()
+  local u = unit.parse(read(self.o.unit))
+  local argv, err = unit.argv(u, read)
+  if not argv then return nil, self.o.unit .. ": " .. err end
+  -- The unit names the kubelet package's path; the lab's kubelet is in the lab's bin dir.
+  if not fs.exists(argv[1]) then argv[1] = self.o.bin_dir .. "/" .. argv[1]:match("[^/]+$") end
+  return argv
+end
+
+function Node:start(name)
+  local s = self.services[name]
+  local argv, err
+  if name == "kubelet" then argv, err = self:kubelet_argv() else argv = s.argv end
+  if not argv then
+    log("%s: cannot start: %s", name, err)
+    s.restart_at = core.monotonic() + RESTART_SEC[name]
+    return
+  end
+  local pid, serr = proc.spawn { argv = argv, env = self:env(), log = s.log }
+  if not pid then
+    log("%s: cannot start: %s", name, serr)
+    s.restart_at = core.monotonic() + RESTART_SEC[name]
+    return
+  end
+  s.pid = pid
+  log("%s: started (pid %d): %s", name, pid, table.concat(argv, " "))
+end
+
+function Node:stop(name)
+  local s = self.services[name]
+  if not s.pid then return end
+  proc.signal(s.pid, "TERM")
+  local deadline = core.monotonic() + STOP_GRACE
+  while proc.alive(s.pid) do
+    if core.monotonic() > deadline then proc.signal(s.pid, "KILL") end
+    self:reap()
+    core.sleep(0.05)
+  end
+  self:reap()
+  log("%s: stopped", name)
+  s.pid = nil
+end
+
+-- Reaps every exited child; a service's own exit schedules its restart.
+function Node:reap()
+  while true do
+    local pid, code = proc.wait_any(true)
+    if not pid then return end
+    for name, s in pairs(self.services) do
+      if s.pid == pid then
+        s.pid = nil
+        if s.want then
+          s.restart_at = core.monotonic() + RESTART_SEC[name]
+          log("%s: exited with %d; restarting in %ds (see %s)", name, code, RESTART_SEC[name], s.log)
+        end
+      end
+    end
+  end
+end
+
+-- Applies systemctl's latest request for the kubelet: "<generation> start|stop|restart".
+function Node:control()
+  local text = read(M.CONTROL .. "/kubelet.want")
+  local gen, verb = (text or ""):match("^(%d+) (%a+)")
+  gen = tonumber(gen)
+  if not gen or gen <= self.gen then return end
+  local k = self.services.kubelet
+  if verb == "stop" then
+    k.want = false
+    self:stop("kubelet")
+  elseif verb == "start" then
+    k.want = true
+    if not k.pid then self:start("kubelet") end
+  elseif verb == "restart" then
+    k.want = true
+    self:stop("kubelet")
+    self:start("kubelet")
+  end
+  self.gen = gen
+end
+
+function Node:write_state()
+  local k = self.services.kubelet
+  local text = ("%d %s %d\n"):format(self.gen, k.pid and "active" or (k.want and "activating" or "inactive"), k.pid or 0)
+  if text ~= self.state_text then
+    fs.write(M.CONTROL .. "/kubelet.state", text, "0644")
+    self.state_text = text
+  end
+end
+
+-- Once containerd answers: import the lab's images into the CRI's namespace; then the node is ready.
+function Node:import_images()
+  local code, out = proc.run { argv = { self.o.bin_dir .. "/ctr", "--address", M.SOCKET, "version" }, env = self:env() }
+  if code ~= 0 then return false, out end
+  local t0 = core.monotonic()
+  code, out = proc.run { argv = { self.o.bin_dir .. "/ctr", "--address", M.SOCKET, "-n", "k8s.io", "images", "import",
+    "--platform", "linux/amd64", self.o.images }, env = self:env() }
+  if code ~= 0 then return nil, ("importing %s failed: %s"):format(self.o.images, out) end
+  log("images: imported %s in %.1fs", self.o.images, core.monotonic() - t0)
+  return true
+end
+
+function Node:report(status)
+  status.pid_ns_init = true
+  fs.write(self.o.root .. "/lab-node.json", cjson.encode(status), "0644")
+end
+
+function Node:run()
+  local o = self.o
+  log("node %s: init of the real-kubelet lab node (root %s)", o.node_name, o.root)
+  proc.run { argv = { "hostname", o.node_name } }
+  fs.mkdir(M.CONTROL, "0755")
+  fs.mkdir("/run/containerd", "0711")
+  M.make_cgroups(o.cgroup)
+  local cfg = o.root .. "/etc/containerd/config.toml"
+  fs.mkdir(o.root .. "/etc/containerd", "0755")
+  fs.write(cfg, M.containerd_config(), "0644")
+  self.services.containerd = { want = true, argv = { o.bin_dir .. "/containerd", "--config", cfg },
+    log = "/var/log/containerd.log" }
+  self.services.kubelet = { want = false, log = "/var/log/kubelet.log" }
+  self:start("containerd")
+  self:write_state()
+  local t0 = core.monotonic()
+  while true do
+    self:reap()
+    self:control()
+    for name, s in pairs(self.services) do
+      if s.want and not s.pid and core.monotonic() >= (s.restart_at or 0) then self:start(name) end
+    end
+    if not self.imported then
+      local ok, err = self:import_images()
+      if ok then
+        self.imported = true
+        self:report { ready = true, containerd = M.SOCKET }
+      elseif ok == nil or core.monotonic() - t0 > 60 then
+        self:report { ready = false, error = (ok == nil and err) or
+          ("containerd does not answer on %s after 60s: see %s/var/log/containerd.log"):format(M.SOCKET, o.root) }
+        self.imported = ok == nil -- a failed import is not retried; a silent containerd is
+      end
+    end
+    self:write_state()
+    core.sleep(0.2)
+  end
+end
+
+return M
