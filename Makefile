@@ -95,7 +95,7 @@ test-build: $(BIN) $(CTESTS) test-hooks
 # The lab's binaries for the e2e tests: built (or linked from the cache) when Go is here; without Go
 # a cache from an earlier build still links; otherwise tests/run.sh counts the e2e tests as failed.
 lab-bins-for-test:
-	@PATH='$(GO_PATH)' lab/build-bins.sh || \
+	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node && lab/build-images.sh || \
 	  echo "test: the lab's binaries could not be built$(if $(HAVE_GO),, (no Go toolchain: /usr/local/go or go on PATH)): the e2e tests will count as failed"
 
 # The engine and the specs under AddressSanitizer + UndefinedBehaviorSanitizer.

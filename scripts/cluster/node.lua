@@ -7,7 +7,7 @@ local json = require "kube.json"
 local log = require "framework.log"
 local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
-local cri = require "kubelet.cri"
+local cri = require "cri.socket"
 local nodeview = require "node.view"
 
 local M = {}

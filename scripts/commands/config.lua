@@ -1,5 +1,5 @@
 -- `moonadm config print|migrate|validate|images`, kubeadm v1.35's `config` family: the same flags,
--- texts and output. `images pull` pulls with `crictl` (moonadm has no CRI client yet).
+-- texts and output. `images pull` pulls through the CRI (cri/client.lua).
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
 local common = require "commands.common"
@@ -11,7 +11,8 @@ local images = require "config.images"
 local config_gates = require "config.gates"
 local kubelet_config = require "kubelet.config"
 local addons = require "cluster.addons"
-local kubelet_cri = require "kubelet.cri"
+local kubelet_cri = require "cri.socket"
+local cri = require "cri.client"
 local tokens = require "cluster.tokens"
 local view = require "node.view"
 local print_ = require "config.print"
@@ -126,8 +127,8 @@ M.help = {
   ["images list"] = { short = "Print a list of images kubeadm will use. The configuration file is used in case any images or image repositories are customized",
     args = "", flags = M.IMAGES_LIST_FLAGS },
   ["images pull"] = { short = "Pull images used by kubeadm",
-    long = "Pull images used by kubeadm. moonadm has no CRI client yet: it pulls with crictl (which must be on PATH),\n" ..
-      "through the --cri-socket endpoint (or the detected one).",
+    long = "Pull images used by kubeadm, through the CRI of the --cri-socket endpoint (or the detected one).\n" ..
+      "moonadm speaks the CRI with cri-tools' crictl, which must be on PATH.",
     args = "", flags = M.IMAGES_PULL_FLAGS },
 }
 
@@ -341,48 +342,23 @@ local function images_list(argv)
   return 0
 end
 
-local function shell_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
--- Where a program is on PATH (nil when absent).
-local function which(prog)
-  for dir in (os.getenv("PATH") or ""):gmatch("[^:]+") do
-    local p = dir .. "/" .. prog
-    local f = io.open(p, "rb")
-    if f then
-      f:close()
-      return p
-    end
-  end
-end
-
 M.PULL_RETRIES = 5 -- kubeadm's PullImageRetry
 
 local function images_pull(argv)
   local flags, _, set = parse(M.IMAGES_PULL_FLAGS, argv, "config images pull")
   local cfg = images_config(flags, set)
-  local crictl = os.getenv("MOONADM_CRICTL") or which("crictl")
-  if not crictl then
-    error("moonadm has no CRI client yet: `config images pull` pulls with crictl, which is not on PATH. " ..
-      "Install crictl (Debian: apt-get install cri-tools) or pull the images listed by " ..
-      "`moonadm config images list` with your runtime's own tool", 0)
-  end
   local sock = (flags["cri-socket"] and flags["cri-socket"] ~= "" and flags["cri-socket"]) or
     (cfg.init.nodeRegistration.criSocket ~= "" and cfg.init.nodeRegistration.criSocket) or kubelet_cri.detect()
-  if not sock:find("://", 1, true) then sock = "unix://" .. sock end
+  local c, err = cri.new(sock)
+  if not c then error(err, 0) end
   for _, image in ipairs(images.list(cfg.cluster)) do
-    local out
+    local ok, perr
     for attempt = 1, M.PULL_RETRIES do
-      local p = io.popen(("%s --runtime-endpoint %s pull %s 2>&1"):format(shell_quote(crictl), shell_quote(sock),
-        shell_quote(image)))
-      out = p:read("a")
-      local ok = p:close()
-      if ok then out = nil break end
-      log.v(1, "[config/images] pulling %s failed (attempt %d of %d): %s", image, attempt, M.PULL_RETRIES, out)
+      ok, perr = c:pull(image)
+      if ok then break end
+      log.v(1, "[config/images] pulling %s failed (attempt %d of %d): %s", image, attempt, M.PULL_RETRIES, perr)
     end
-    if out then
-      error(fmt("failed to pull image %q: output: %s, error: crictl --runtime-endpoint %s pull %s failed",
-        image, (out:gsub("%s+$", "")), sock, image), 0)
-    end
+    if not ok then error(fmt("failed to pull image %q: %s", image, perr), 0) end
     io.stdout:write(fmt("[config/images] Pulled %s\n", image))
   end
   return 0

@@ -2,7 +2,7 @@
 -- upgrade): config.yaml, kubeadm-flags.env and, under NodeLocalCRISocket, instance-config.yaml.
 local config = require "kubelet.config"
 local flags = require "kubelet.flags_env"
-local cri = require "kubelet.cri"
+local cri = require "cri.socket"
 local kubeadm_config = require "config"
 local log = require "framework.log"
 local nodeview = require "node.view"

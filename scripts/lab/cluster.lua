@@ -671,8 +671,10 @@ function M.up(flags, set)
         table.concat(names, " ")), flags["ready-timeout"], function()
           if real then
             -- pod networking follows each Node's pod CIDR, as a CNI DaemonSet would wire it
-            local nodes = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
-            if nodes then cni.sync(st, nodes); state.save(dir, st) end
+            local nodes, lerr = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
+            if not nodes then return false, "listing the Nodes for their pod CIDRs: " .. tostring(lerr) end
+            cni.sync(st, nodes)
+            state.save(dir, st)
           end
           local why = M.not_up(c, st)
           return why == nil, why

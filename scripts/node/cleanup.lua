@@ -1,5 +1,6 @@
 -- The node's cleanup (kubeadm's cleanup-node, with what moonadm adds): the kubelet stopped through
--- the node runtime, mounts under /var/lib/kubelet unmounted, the static pod manifests removed and
+-- the node runtime, mounts under /var/lib/kubelet unmounted, the runtime's pods removed through the
+-- CRI, the static pod manifests removed and
 -- the components waited for, kubeadm's directories emptied and kubeconfig files deleted in
 -- kubeadm's order, the local etcd's data dir emptied once etcd has stopped, and moonadm's journal
 -- dir removed. Best effort: a failure warns and the cleanup goes on. --dry-run touches nothing.
@@ -13,6 +14,8 @@ local manifests = require "manifests.installed"
 local proc = require "moonadm.proc"
 local wait = require "node.wait_stopped"
 local C = require "config.constants"
+local cri = require "cri.client"
+local cri_socket = require "cri.socket"
 
 local M = {
   KUBELET_DIR = "/var/lib/kubelet",
@@ -66,6 +69,30 @@ function M.unmount_kubelet_dir(ctx, mountinfo)
   return ok_all
 end
 
+-- Stops and removes every pod sandbox of the node's runtime (and with them their containers), as
+-- kubeadm does after the kubelet has stopped; only where there is a runtime (the systemd node runtime).
+function M.remove_containers(ctx, rt)
+  if rt.name ~= "systemd" then return end
+  if ctx.dry_run then log.info("[dryrun] Would remove Kubernetes-managed containers") return end
+  log.v(1, "[reset] Removing Kubernetes-managed containers")
+  local sock = ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.criSocket
+  local err
+  if not sock or sock == "" then
+    local ok, s = pcall(cri_socket.socket, ctx)
+    if ok then sock = s else err = s end
+  end
+  local c, pods, n
+  if sock then c, err = cri.new(sock) end
+  if c then pods, err = c:pods() end
+  if pods then
+    local ids = {}
+    for _, p in ipairs(pods) do ids[#ids + 1] = p.id end
+    n, err = c:remove_pods(ids)
+  end
+  if not n then log.warn("[reset] Failed to remove containers: %s", tostring(err)) return end
+  log.v(1, "[reset] Removed %d pod sandboxes", n)
+end
+
 -- Removes the static pod manifests; in the lab, waits until the stand-in has stopped their pods.
 function M.remove_manifests(ctx, rt, opts)
   local files = manifests.files()
@@ -93,9 +120,6 @@ function M.remove_manifests(ctx, rt, opts)
       log.warn("[reset] still running %s after their manifests were removed: %s",
         duration.format_seconds(core.monotonic() - t0), table.concat(still, ", "))
     end
-  elseif rt.name == "systemd" then
-    log.warn("[reset] moonadm does not stop or remove the Kubernetes-managed containers through the CRI: " ..
-      "with the kubelet stopped, remove them yourself (crictl rmp -fa)")
   end
 end
 
@@ -114,6 +138,7 @@ function M.run(ctx, r, rt, opts)
   M.stop_kubelet(ctx, rt)
   local dirs = { manifests.DIR }
   if M.unmount_kubelet_dir(ctx, opts.mountinfo) then dirs[#dirs + 1] = M.KUBELET_DIR end
+  M.remove_containers(ctx, rt)
   M.remove_manifests(ctx, rt, opts)
 
   if r.cert_dir ~= M.DEFAULT_CERT_DIR then
@@ -157,6 +182,10 @@ function M.run(ctx, r, rt, opts)
         M.JOURNAL_DIR)
     elseif ctx.dry_run then
       log.info("[reset] Would delete moonadm's journal directory %s", M.JOURNAL_DIR)
+    elseif clean.is_mount_point(fs.path(M.JOURNAL_DIR), opts.mountinfo) then
+      -- a node's own journal bound in (a real-kubelet lab node): its contents go, the mount point stays
+      clean.clean_dirs({ M.JOURNAL_DIR })
+      log.info("[reset] Deleted the contents of moonadm's journal directory %s", M.JOURNAL_DIR)
     else
       local ok, err = clean.remove(M.JOURNAL_DIR)
       if ok == nil then log.warn("[reset] Failed to remove %s: %s", M.JOURNAL_DIR, tostring(err))

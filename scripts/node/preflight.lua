@@ -8,6 +8,9 @@ local config = require "config"
 local log = require "framework.log"
 local net = require "moonadm.net"
 local config_net = require "config.net"
+local cri = require "cri.client"
+local cri_socket = require "cri.socket"
+local images = require "config.images"
 
 local M = {}
 
@@ -218,6 +221,185 @@ function M.kubelet_version(cp_version, version_of)
   }
 end
 
+-- ---- the container runtime (kubeadm's CRI, ContainerRuntimeVersion, ImagePull) ----------------
+
+-- A client of this node's CRI endpoint, or nil and the check's finding.
+local function runtime_client(ctx)
+  local ok, sock = pcall(cri_socket.socket, ctx)
+  if not ok then return nil, { { level = "error", msg = sock } } end
+  local c, err = cri.new(sock)
+  if not c then return nil, { { level = soften(ctx, "error"), msg = "could not connect to the container runtime: " .. err } } end
+  return c
+end
+
+-- CRI: the runtime answers and says RuntimeReady.
+M.cri = {
+  name = "CRI",
+  run = function(ctx)
+    local c, finding = runtime_client(ctx)
+    if not c then return finding end
+    local ok, err = c:running()
+    if not ok then return { { level = soften(ctx, "error"), msg = err } } end
+  end,
+}
+
+-- ContainerRuntimeVersion: the runtime implements the CRI's RuntimeConfig (the kubelet takes the
+-- cgroup driver from it); kubeadm v1.35 warns when it does not, as its kubelet still falls back.
+M.container_runtime_version = {
+  name = "ContainerRuntimeVersion",
+  run = function(ctx)
+    local c, finding = runtime_client(ctx)
+    if not c then return finding end
+    local ok, err = c:runtime_config_implemented()
+    if ok == nil then return { { level = soften(ctx, "error"), msg = err } } end
+    if ok == false then
+      return { { level = "warning", msg = "You must update your container runtime to a version that supports the CRI method " ..
+        "RuntimeConfig. Falling back to using cgroupDriver from kubelet config will be removed in 1.36. For more " ..
+        "information, see https://git.k8s.io/enhancements/keps/sig-node/4033-group-driver-detection-over-cri" } }
+    end
+  end,
+}
+
+-- ImagePull: every image the node's control plane needs is present, or pulled now (policy
+-- IfNotPresent or Always; Never pulls nothing), one after another unless imagePullSerial is false.
+function M.image_pull(images, policy)
+  return {
+    name = "ImagePull",
+    run = function(ctx)
+      policy = policy or "IfNotPresent"
+      if policy == "Never" then return end
+      if policy ~= "IfNotPresent" and policy ~= "Always" then
+        return { { level = "error", msg = ("unsupported pull policy %q"):format(policy) } }
+      end
+      local c, finding = runtime_client(ctx)
+      if not c then return finding end
+      local sandbox = c:sandbox_image()
+      if sandbox and sandbox ~= images.pause then
+        log.warn("detected that the sandbox image %q of the container runtime is inconsistent with that used by kubeadm. " ..
+          "It is recommended to use %q as the CRI sandbox image.", sandbox, images.pause)
+      end
+      local out = {}
+      for _, image in ipairs(images) do
+        if policy == "IfNotPresent" and c:image_exists(image) then
+          log.v(1, "image exists: %s", image)
+        else
+          log.v(1, "pulling: %s", image)
+          local ok, err = c:pull(image)
+          if not ok then out[#out + 1] = { level = soften(ctx, "error"), msg = ("failed to pull image %s: %s"):format(image, err) } end
+        end
+      end
+      return out
+    end,
+  }
+end
+
+-- kubeadm's RunPullImagesCheck (init, a control-plane join): on a node with a runtime (the systemd
+-- node runtime), the control plane's images present or pulled, with kubeadm's words.
+function M.pull_images(ctx, cluster, prefix)
+  local rt = ctx.flags and ctx.flags["node-runtime"] or "systemd"
+  if rt ~= "systemd" then return end
+  prefix = prefix or "[preflight]"
+  if ctx.dry_run then
+    log.info("%s Would pull the required images (like 'kubeadm config images pull')", prefix)
+    return
+  end
+  log.info("%s Pulling images required for setting up a Kubernetes cluster", prefix)
+  log.info("%s This might take a minute or two, depending on the speed of your internet connection", prefix)
+  log.info("%s You can also perform this action beforehand using 'kubeadm config images pull'", prefix)
+  local list = images.list(cluster)
+  list.pause = images.pause(cluster)
+  local reg = config.node_document(ctx.cfg).nodeRegistration or {}
+  M.run(ctx, { M.image_pull(list, reg.imagePullPolicy) })
+end
+
+-- Service-kubelet: the kubelet service is enabled (kubeadm checks it is not also active at init).
+M.service_kubelet = {
+  name = "Service-kubelet",
+  run = function(ctx)
+    if rooted(ctx) then return end
+    if not (sh_read("command -v systemctl") or ""):match("%S") then
+      return { { level = "warning", msg = "No supported init system detected, won't make sure kubelet is running properly." } }
+    end
+    local _, enabled = sh_read("systemctl is-enabled --quiet kubelet.service")
+    if not enabled then
+      return { { level = "warning", msg = "kubelet service is not enabled, please run 'systemctl enable kubelet.service'" } }
+    end
+  end,
+}
+
+-- ---- SystemVerification (kubeadm's system validators: kernel, OS, cgroups) -----------------
+
+M.KERNEL_VERSIONS = { "^5%.4", "^5%.10", "^5%.15", "^[6-9]%.%d+%.%d+", "^[1-9]%d+%.%d+%.%d+" }
+M.CGROUPS_V1 = { "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "pids" }
+M.CGROUPS_V2 = { "cpu", "cpuset", "devices", "freezer", "memory", "pids" }
+M.CGROUP_V1_ERROR = "cgroups v1 support is deprecated and will be removed in a future release. Please migrate to " ..
+  "cgroups v2. To explicitly enable cgroups v1 support for kubelet v1.35 or newer, you must set the kubelet " ..
+  "configuration option 'FailCgroupV1' to 'false'. You must also explicitly skip this validation. For more " ..
+  "information, see https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1"
+
+local function read_file(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local t = f:read("a")
+  f:close()
+  return t
+end
+
+-- The host's cgroup layout: "v2" with its controllers, or "v1" with the enabled subsystems.
+function M.cgroups(mounts, proc_cgroups, read)
+  read = read or read_file
+  mounts = mounts or read("/proc/mounts") or ""
+  for line in mounts:gmatch("[^\n]+") do
+    local dir, fstype = line:match("^%S+ (%S+) (%S+)")
+    if dir == "/sys/fs/cgroup" and fstype == "cgroup2" then
+      local list = {}
+      for c in (read("/sys/fs/cgroup/cgroup.controllers") or ""):gmatch("%S+") do list[#list + 1] = c end
+      list[#list + 1] = "freezer" -- cgroup v2 freezes through cgroup.freeze, present since Linux 5.2
+      return "v2", list
+    end
+  end
+  local list = {}
+  for line in (proc_cgroups or read("/proc/cgroups") or ""):gmatch("[^\n]+") do
+    local name, enabled = line:match("^(%w+)%s+%d+%s+%d+%s+(%d)")
+    if name and enabled == "1" then list[#list + 1] = name end
+  end
+  return "v1", list
+end
+
+-- cgroup v1 is an error with a kubelet of v1.35 or later (which refuses it unless failCgroupV1 is false,
+-- and kubeadm wants this check skipped explicitly too), a warning before. The kubelet's version is
+-- `kubelet --version`'s, else the control plane's (default_minor).
+function M.system_verification(default_minor)
+  return {
+    name = "SystemVerification",
+    run = function(ctx)
+      local out = {}
+      local kubelet_minor = tonumber((sh_read("kubelet --version") or ""):match("v%d+%.(%d+)")) or default_minor
+      local release = (sh_read("uname -r") or ""):match("%S+") or ""
+      local supported
+      for _, pat in ipairs(M.KERNEL_VERSIONS) do supported = supported or release:match(pat) ~= nil end
+      if not supported then
+        out[#out + 1] = { level = "error", msg = ("kernel release %s is unsupported. Supported LTS versions from the 5.x " ..
+          "series are 5.4, 5.10 and 5.15. Any 6.x version is also supported. For cgroups v2 support, the recommended " ..
+          "version is 5.10 or newer"):format(release) }
+      end
+      local version, have = M.cgroups()
+      local set = {}
+      for _, c in ipairs(have) do set[c] = true end
+      local missing = {}
+      for _, c in ipairs(version == "v2" and M.CGROUPS_V2 or M.CGROUPS_V1) do if not set[c] then missing[#missing + 1] = c end end
+      if #missing > 0 then
+        out[#out + 1] = { level = "error", msg = "missing required cgroups: " .. table.concat(missing, " ") }
+      end
+      if version == "v1" then
+        out[#out + 1] = { level = (kubelet_minor or 35) >= 35 and "error" or "warning", msg = M.CGROUP_V1_ERROR }
+      end
+      for _, r in ipairs(out) do r.level = soften(ctx, r.level) end
+      return out
+    end,
+  }
+end
+
 -- The executables a node runtime needs: kubeadm v1.35's addExecChecks (settled by the reference
 -- kubeadm in the differential spec: losetup, mount, cp), plus crictl for the CRI.
 M.RUNTIME_BINARIES = {
@@ -230,9 +412,21 @@ M.RUNTIME_BINARIES = {
 function M.node_checks(ctx, node_name, cp_version)
   local rt = ctx.flags and ctx.flags["node-runtime"] or "systemd"
   local checks = {}
+  -- kubeadm's order (addCommonChecks): the runtime, swap, executables, system, hostname, kubelet
+  if rt == "systemd" then
+    checks[#checks + 1] = M.cri
+    checks[#checks + 1] = M.container_runtime_version
+  end
   for _, b in ipairs(M.RUNTIME_BINARIES[rt] or {}) do checks[#checks + 1] = M.in_path(b[1], b[2]) end
+  if rt == "systemd" then
+    local minor = tonumber(tostring(cp_version or ""):match("^v?%d+%.(%d+)"))
+    checks[#checks + 1] = M.system_verification(minor)
+  end
   checks[#checks + 1] = M.hostname(node_name)
-  if rt == "systemd" then checks[#checks + 1] = M.kubelet_version(cp_version) end
+  if rt == "systemd" then
+    checks[#checks + 1] = M.kubelet_version(cp_version)
+    checks[#checks + 1] = M.service_kubelet
+  end
   checks[#checks + 1] = M.port_open(10250)
   checks[#checks + 1] = M.swap
   return checks

@@ -7,7 +7,7 @@ local fs = require "moonadm.fs"
 local log = require "framework.log"
 local kconfig = require "kubelet.config"
 local kflags = require "kubelet.flags_env"
-local cri = require "kubelet.cri"
+local cri = require "cri.socket"
 local control_plane = require "upgrade.control_plane"
 
 local M = {}

@@ -343,6 +343,7 @@ local function moonadm_preflight_names(cfgfile, runtime)
   local names = { [preflight.is_privileged_user.name] = true }
   local checks = preflight.control_plane_checks(ctx, nodeview.advertise_address(ctx), nodeview.bind_port(ctx))
   for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), cfg.cluster.kubernetesVersion)) do checks[#checks + 1] = c end
+  checks[#checks + 1] = preflight.image_pull({}) -- run after the others (kubeadm's RunPullImagesCheck)
   for _, c in ipairs(checks) do names[c.name] = true end
   return names
 end
@@ -475,9 +476,8 @@ describe("differential: moonadm's local init phases against kubeadm v1.35.4", fu
   describe("preflight:", function()
     -- kubeadm prints only the checks that fail; at --v=5 it logs one line per check, mapped to names
     -- by reference_kubeadm.PREFLIGHT_LOG. IsPrivilegedUser, NumCPU and Mem log nothing and pass here.
-    local KUBEADM_ONLY = { "CRI", "ContainerRuntimeVersion", "FileContent--proc-sys-net-ipv4-ip_forward",
-      "Firewalld", "HTTPProxy", "HTTPProxyCIDR", "ImagePull",
-      "KubernetesVersion", "Service-kubelet", "SystemVerification" }
+    local KUBEADM_ONLY = { "FileContent--proc-sys-net-ipv4-ip_forward", "Firewalld", "HTTPProxy", "HTTPProxyCIDR",
+      "KubernetesVersion" }
     local MOONADM_ONLY = { "FileExisting-crictl", "IsPrivilegedUser", "Mem", "NumCPU" }
 
     it("the check names kubeadm mentions are moonadm's (systemd runtime), but for the documented ones", function()
@@ -497,11 +497,12 @@ describe("differential: moonadm's local init phases against kubeadm v1.35.4", fu
       local shared = {}
       for n in pairs(names) do if mine[n] then shared[#shared + 1] = n end end
       table.sort(shared)
-      assert.same({ "DirAvailable--var-lib-etcd", "FileAvailable--etc-kubernetes-manifests-etcd.yaml",
+      assert.same({ "CRI", "ContainerRuntimeVersion", "DirAvailable--var-lib-etcd", "FileAvailable--etc-kubernetes-manifests-etcd.yaml",
         "FileAvailable--etc-kubernetes-manifests-kube-apiserver.yaml",
         "FileAvailable--etc-kubernetes-manifests-kube-controller-manager.yaml",
-        "FileAvailable--etc-kubernetes-manifests-kube-scheduler.yaml", "FileExisting-cp", "FileExisting-losetup", "FileExisting-mount", "Hostname",
-        "KubeletVersion", "Port-10250", "Port-10257", "Port-10259", "Port-2379", "Port-2380", "Port-6443", "Swap" }, shared)
+        "FileAvailable--etc-kubernetes-manifests-kube-scheduler.yaml", "FileExisting-cp", "FileExisting-losetup", "FileExisting-mount", "Hostname", "ImagePull",
+        "KubeletVersion", "Port-10250", "Port-10257", "Port-10259", "Port-2379", "Port-2380", "Port-6443", "Service-kubelet",
+        "Swap", "SystemVerification" }, shared)
     end)
   end)
 

@@ -2,7 +2,8 @@
 -- kubeadm's init checks with its names: IsPrivilegedUser, NumCPU, Mem, Port-<bindPort>, Port-10259,
 -- Port-10257, FileAvailable--etc-kubernetes-manifests-*.yaml, the binaries of the node runtime
 -- (FileExisting-*), Hostname, KubeletVersion, Port-10250, Swap, and for local etcd Port-2379,
--- Port-2380, DirAvailable--var-lib-etcd. See scripts/node/preflight.lua and docs/manifests.md.
+-- Port-2380, DirAvailable--var-lib-etcd; on a node with a runtime CRI, ContainerRuntimeVersion,
+-- SystemVerification, Service-kubelet, then ImagePull. See scripts/node/preflight.lua and docs/manifests.md.
 local preflight = require "node.preflight"
 local log = require "framework.log"
 local nodeview = require "node.view"
@@ -23,5 +24,6 @@ return {
       checks[#checks + 1] = c
     end
     preflight.run(ctx, checks)
+    preflight.pull_images(ctx, ctx.cfg.cluster)
   end,
 }

@@ -1,0 +1,205 @@
+-- The real-kubelet lab (issue 17): `lab up --kubelet real` with one control plane and one worker,
+-- each node its own containerd v2 and the real kubelet v1.35.4, started from kubeadm's drop-in by
+-- moonadm's systemd node runtime. What a user checks: Nodes Ready as the kubelet reports them, every
+-- static Pod a container the CRI lists, the addons running, a Pod on the worker with a pod IP that
+-- resolves the API's Service through coredns and reaches the apiserver through kube-proxy's rules,
+-- the worker's bootstrap CSR approved, `reset` removing its containers through the CRI and the node
+-- joining again, no unknown-field warning from the kubelet, and `lab down` leaving nothing.
+local cjson = require "cjson"
+local fixture = require "lab_fixture"
+local h = require "helpers"
+
+local NAME, SUBNET = "e2ereal", "10.252.9"
+local CRICTL = { "crictl", "--config", "/dev/null", "--runtime-endpoint", "unix:///run/containerd/containerd.sock" }
+
+local function state()
+  local f = assert(io.open(h.top .. "/.lab/" .. NAME .. "/lab.json", "r"))
+  local st = cjson.decode(f:read("a"))
+  f:close()
+  return st
+end
+
+local function crictl(st, node, args)
+  local argv = {}
+  for _, a in ipairs(CRICTL) do argv[#argv + 1] = a end
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  return fixture.exec(st, node, argv)
+end
+
+local function kjson(st, args)
+  local rc, out = fixture.kubectl(st, args)
+  assert.equal(0, rc, out)
+  return cjson.decode(out)
+end
+
+local function wait(what, timeout, fn)
+  local deadline = os.time() + timeout
+  local last
+  repeat
+    local ok, why = fn()
+    if ok then return end
+    last = why
+    os.execute("sleep 1")
+  until os.time() > deadline
+  error(("timed out after %ds waiting for %s: %s"):format(timeout, what, tostring(last)))
+end
+
+local function node_ready(st, name)
+  local rc, out = fixture.kubectl(st, { "get", "node", name, "-o", "json" })
+  if rc ~= 0 then return false, out end
+  for _, c in ipairs(cjson.decode(out).status.conditions or {}) do
+    if c.type == "Ready" then return c.status == "True", c.message end
+  end
+  return false, "no Ready condition"
+end
+
+describe("the real-kubelet lab (own lab " .. NAME .. ", 1 control plane + 1 worker)", function()
+  local code, out, err, st, t_up
+  setup(function()
+    local t0 = os.time()
+    code, out, err = h.moonadm { "lab", "up", "--name", NAME, "--subnet", SUBNET, "--kubelet", "real", "--workers", "1" }
+    t_up = os.time() - t0
+    if code == 0 then st = state() end
+  end)
+  teardown(function()
+    h.moonadm { "lab", "down", "--name", NAME }
+  end)
+
+  it("comes up: both Nodes Ready as the real kubelet reports them, on containerd", function()
+    assert.equal(0, code, out .. err)
+    io.stderr:write(("\n[figure] lab up --kubelet real, 1 control plane + 1 worker: %ds\n"):format(t_up))
+    local nodes = kjson(st, { "get", "nodes", "-o", "json" })
+    assert.equal(2, #nodes.items)
+    for _, n in ipairs(nodes.items) do
+      assert.equal("v1.35.4", n.status.nodeInfo.kubeletVersion)
+      assert.matches("^containerd://2%.4%.2", n.status.nodeInfo.containerRuntimeVersion)
+      assert.is_string(n.spec.podCIDR)
+      local ready
+      for _, c in ipairs(n.status.conditions) do if c.type == "Ready" then ready = c end end
+      assert.equal("True", ready.status, n.metadata.name)
+      assert.equal("KubeletReady", ready.reason)
+    end
+  end)
+
+  it("runs every static Pod as a container the CRI lists, with a Running mirror Pod", function()
+    assert.equal(0, code, out .. err)
+    local rc, ps = crictl(st, "cp1", { "ps", "-o", "json" })
+    assert.equal(0, rc, ps)
+    local running = {}
+    for _, c in ipairs(cjson.decode(ps).containers) do
+      if c.state == "CONTAINER_RUNNING" then running[c.metadata.name] = true end
+    end
+    for _, comp in ipairs { "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler" } do
+      assert.is_true(running[comp], comp .. " is not a running container")
+      local pod = kjson(st, { "get", "pod", "-n", "kube-system", comp .. "-cp1", "-o", "json" })
+      assert.equal("Running", pod.status.phase)
+      assert.is_string(pod.metadata.annotations["kubernetes.io/config.mirror"])
+    end
+  end)
+
+  it("runs the addons: coredns and kube-proxy ready", function()
+    assert.equal(0, code, out .. err)
+    local dep = kjson(st, { "get", "deployment", "-n", "kube-system", "coredns", "-o", "json" })
+    assert.equal(dep.spec.replicas, dep.status.availableReplicas)
+    local ds = kjson(st, { "get", "daemonset", "-n", "kube-system", "kube-proxy", "-o", "json" })
+    assert.equal(2, ds.status.numberReady)
+  end)
+
+  it("gives a worker Pod an IP that resolves the API's Service through coredns and reaches it through kube-proxy", function()
+    assert.equal(0, code, out .. err)
+    local manifest = h.tmpdir() .. "/bb.yaml"
+    h.write(manifest, [[
+apiVersion: v1
+kind: Pod
+metadata: {name: bb, namespace: default}
+spec:
+  nodeName: w1
+  containers:
+  - {name: bb, image: "moonadm.lab/busybox:1.35.0", imagePullPolicy: IfNotPresent, command: [sh, -c, "sleep 3600"]}
+]])
+    local rc, o = fixture.kubectl(st, { "apply", "-f", manifest })
+    assert.equal(0, rc, o)
+    rc, o = fixture.kubectl(st, { "wait", "--for=condition=Ready", "pod/bb", "--timeout=90s" })
+    assert.equal(0, rc, o)
+    local pod = kjson(st, { "get", "pod", "bb", "-o", "json" })
+    local w1 = kjson(st, { "get", "node", "w1", "-o", "json" })
+    local prefix = w1.spec.podCIDR:match("^(%d+%.%d+%.%d+)%.")
+    assert.equal(prefix, pod.status.podIP:match("^(%d+%.%d+%.%d+)%."), "the pod's IP is in w1's pod CIDR")
+    rc, o = fixture.kubectl(st, { "exec", "bb", "--", "nslookup", "kubernetes.default.svc.cluster.local" })
+    assert.equal(0, rc, o)
+    assert.matches("Address:%s+10%.96%.0%.1", o)
+    -- a plain-HTTP request to the Service's port: only the apiserver answers it this way
+    rc, o = fixture.kubectl(st, { "exec", "bb", "--", "sh", "-c",
+      "printf 'GET /version HTTP/1.0\\r\\n\\r\\n' | nc -w 5 kubernetes.default.svc.cluster.local 443" })
+    assert.matches("Client sent an HTTP request to an HTTPS server", o, 1, true)
+  end)
+
+  it("bootstrapped the worker's kubelet through a CSR the controller-manager approved", function()
+    assert.equal(0, code, out .. err)
+    local csrs = kjson(st, { "get", "csr", "-o", "json" })
+    local approved
+    for _, c in ipairs(csrs.items) do
+      if c.spec.username:match("^system:bootstrap:") and c.spec.signerName == "kubernetes.io/kube-apiserver-client-kubelet" then
+        for _, cond in ipairs((c.status or {}).conditions or {}) do approved = approved or cond.type == "Approved" end
+        assert.is_string(c.status.certificate)
+      end
+    end
+    assert.is_true(approved)
+    -- the kubelet writes its rotated client certificate where kubelet.conf points
+    local rc, conf = fixture.exec(st, "w1", { "cat", "/etc/kubernetes/kubelet.conf" })
+    assert.equal(0, rc, conf)
+    assert.matches("/var/lib/kubelet/pki/kubelet%-client%-current%.pem", conf)
+    rc = fixture.exec(st, "w1", { "test", "-s", "/var/lib/kubelet/pki/kubelet-client-current.pem" })
+    assert.equal(0, rc)
+  end)
+
+  it("has no unknown-field warning in any kubelet's log for moonadm's files", function()
+    assert.equal(0, code, out .. err)
+    for _, n in ipairs(st.nodes) do
+      local text = h.read(n.root .. "/var/log/kubelet.log") or ""
+      assert.is_true(#text > 0, n.name .. ": no kubelet log")
+      assert.is_nil(text:match("unknown field"), n.name)
+      assert.is_nil(text:match("strict decoding error"), n.name)
+    end
+  end)
+
+  it("resets the worker: the CRI lists no pod afterwards, the kubelet is stopped, and it joins again", function()
+    assert.equal(0, code, out .. err)
+    local rc, o = crictl(st, "w1", { "pods", "-q" })
+    assert.equal(0, rc, o)
+    assert.matches("%x", o, 1, "w1 runs pods before the reset")
+    local rcode, rout, rerr = fixture.exec(st, "w1", { "moonadm", "reset", "-f" })
+    assert.equal(0, rcode, rout .. rerr)
+    rc, o = crictl(st, "w1", { "pods", "-q" })
+    assert.equal(0, rc, o)
+    assert.equal("", (o:gsub("%s+", "")))
+    rc, o = crictl(st, "w1", { "ps", "-a", "-q" })
+    assert.equal("", (o:gsub("%s+", "")))
+    rc = fixture.exec(st, "w1", { "systemctl", "is-active", "--quiet", "kubelet" })
+    assert.equal(3, rc)
+    fixture.kubectl(st, { "delete", "node", "w1", "--wait=true" })
+    local jcode, jout, jerr = fixture.exec(st, "w1", { "moonadm", "join", "--config", st.dir .. "/w1-join.yaml" })
+    assert.equal(0, jcode, jout .. jerr)
+    wait("w1 Ready again", 120, function() return node_ready(st, "w1") end)
+  end)
+
+  it("lab down leaves no process, namespace or cgroup of the lab", function()
+    assert.equal(0, code, out .. err)
+    local rc, o = h.moonadm { "lab", "down", "--name", NAME }
+    assert.equal(0, rc, o)
+    local p = io.popen("ip netns list")
+    local ns = p:read("a")
+    p:close()
+    assert.is_nil(ns:match(NAME .. "%-"))
+    for _, n in ipairs(st.nodes) do
+      local cg = io.open("/sys/fs/cgroup/pids/moonadm-" .. NAME .. "-" .. n.name .. "/cgroup.procs", "r")
+      if cg then cg:close() end
+      assert.is_nil(cg, n.name .. "'s cgroup is still there")
+    end
+    local ps = io.popen("ps -eo args")
+    local all = ps:read("a")
+    ps:close()
+    assert.is_nil(all:match(NAME .. "/cp1"), "a process of the lab survived")
+    assert.is_nil(all:match("lab node %-%-root [^\n]*" .. NAME), "a node init survived")
+  end)
+end)
