@@ -20,6 +20,7 @@ local config_mod = require "config"
 local ext = require "lab.external_etcd"
 local cni = require "lab.cni"
 local lab_node = require "lab.node"
+local preflight = require "node.preflight"
 
 local M = {}
 local join_config
@@ -302,6 +303,14 @@ local function real_node_registration(st, node, reg)
   local has_ip
   for _, a in ipairs(reg.kubeletExtraArgs) do has_ip = has_ip or a.name == "node-ip" end
   if not has_ip then table.insert(reg.kubeletExtraArgs, { name = "node-ip", value = node.ip }) end
+  -- On a cgroup v1 host kubeadm's SystemVerification fails for a v1.35 kubelet even with
+  -- failCgroupV1=false, and says to skip it explicitly: the lab does, as such a user must.
+  if preflight.cgroups() == "v1" then
+    reg.ignorePreflightErrors = reg.ignorePreflightErrors or {}
+    local has
+    for _, e in ipairs(reg.ignorePreflightErrors) do has = has or e == "SystemVerification" or e == "all" end
+    if not has then table.insert(reg.ignorePreflightErrors, "SystemVerification") end
+  end
   local dir = st.dir .. "/" .. node.name .. "-patches"
   state.write(dir .. "/kubeletconfiguration+strategic.yaml", ("cgroupRoot: /%s\n"):format(cgroup_name(st, node)), "0644", "0755")
   return dir
@@ -720,8 +729,11 @@ function M.status(flags)
     local kc = fs.read(n.root .. "/etc/kubernetes/kubelet.conf")
     local entries = kc and kubeconfig.current(kc, n.root .. "/etc/kubernetes/kubelet.conf")
     if entries then server = entries.cluster.cluster.server end
-    out.nodes[#out.nodes + 1] = { name = n.name, role = n.role, ip = n.ip, kubelet_pid = n.kubelet_pid,
-      kubelet_alive = proc.alive(n.kubelet_pid or -1), pods = ks.pods or {}, kubelet_server = server }
+    -- a real node's process is its init (containerd and the kubelet run under it; `crictl ps` on the node)
+    local pid = n.kubelet_pid or n.init_pid
+    out.nodes[#out.nodes + 1] = { name = n.name, role = n.role, ip = n.ip, kubelet_pid = pid,
+      kubelet_alive = proc.alive(pid or -1), pods = ks.pods or {}, kubelet_server = server,
+      kubelet = st.kubelet or "standin" }
   end
   if st.lb then out.lb = { ip = st.lb.ip, pid = st.lb.pid, alive = proc.alive(st.lb.pid or -1) } end
   if flags.output == "json" then
@@ -730,8 +742,9 @@ function M.status(flags)
   end
   local lines = { ("lab in %s%s"):format(flags.dir, st.endpoint and (", endpoint " .. st.endpoint) or "") }
   for _, n in ipairs(out.nodes) do
-    lines[#lines + 1] = ("%-5s %-13s %-15s kubelet pid %s (%s)  kubelet.conf server %s"):format(n.name, n.role, n.ip,
-      tostring(math.tointeger(n.kubelet_pid)), n.kubelet_alive and "running" or "gone", n.kubelet_server or "-")
+    lines[#lines + 1] = ("%-5s %-13s %-15s %s pid %s (%s)  kubelet.conf server %s"):format(n.name, n.role, n.ip,
+      n.kubelet == "real" and "node init" or "kubelet", tostring(math.tointeger(n.kubelet_pid)),
+      n.kubelet_alive and "running" or "gone", n.kubelet_server or "-")
     for _, p in ipairs(n.pods) do
       lines[#lines + 1] = ("        %-40s pid %-8s restarts %d"):format(p.pod,
         p.pid == cjson.null and "-" or tostring(math.tointeger(p.pid)), math.tointeger(p.restarts) or 0)
