@@ -15,18 +15,18 @@ M.REMOVE_RETRIES = 5      -- kubeadm's RemoveContainerRetry
 local C = {}
 C.__index = C
 
-local function which(name)
-  for dir in (os.getenv("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin"):gmatch("[^:]+") do
+local function which(name, path)
+  for dir in (path or os.getenv("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin"):gmatch("[^:]+") do
     local f = io.open(dir .. "/" .. name, "r")
     if f then f:close() return dir .. "/" .. name end
   end
 end
 
 -- endpoint: "unix:///var/run/containerd/containerd.sock" (or a bare path). opts.crictl: the program
--- (default $MOONADM_CRICTL, else crictl on PATH). Returns a client | nil, err (no crictl).
+-- (default $MOONADM_CRICTL, else crictl on opts.path or $PATH). Returns a client | nil, err (no crictl).
 function M.new(endpoint, opts)
   opts = opts or {}
-  local crictl = opts.crictl or os.getenv("MOONADM_CRICTL") or which("crictl")
+  local crictl = opts.crictl or (not opts.path and os.getenv("MOONADM_CRICTL")) or which("crictl", opts.path)
   if not crictl then
     return nil, "crictl not found in system path: moonadm speaks the CRI through cri-tools' crictl " ..
       "(Debian: apt-get install cri-tools, or put crictl on PATH)"

@@ -207,7 +207,11 @@ function M.not_up(c, st)
         end
       end
       local r = ready[n.name:lower()]
-      if r ~= true then not_ready[#not_ready + 1] = ("%s (%s)"):format(n.name, r or "not registered") end
+      if r ~= true then
+        -- a real kubelet's own words are in its log
+        local where = st.kubelet == "real" and ("; kubelet log " .. n.root .. "/var/log/kubelet.log") or ""
+        not_ready[#not_ready + 1] = ("%s (%s%s)"):format(n.name, r or "not registered", where)
+      end
     end
   end
   -- with the real kubelet the addons run too: every Deployment of kube-system available and every

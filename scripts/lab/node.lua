@@ -249,10 +249,12 @@ function Node:run()
       if ok then
         self.imported = true
         self:report { ready = true, containerd = M.SOCKET }
-      elseif ok == nil or core.monotonic() - t0 > 60 then
+      elseif (ok == nil or core.monotonic() - t0 > 60) and not self.reported then
+        -- said once; a failed import is not retried, a silent containerd still is (it may come up)
         self:report { ready = false, error = (ok == nil and err) or
           ("containerd does not answer on %s after 60s: see %s/var/log/containerd.log"):format(M.SOCKET, o.root) }
-        self.imported = ok == nil -- a failed import is not retried; a silent containerd is
+        self.reported = true
+        self.imported = ok == nil
       end
     end
     self:write_state()
