@@ -48,6 +48,16 @@ function M.split(s, sep)
   return out
 end
 
+-- A host file's text (a path of this machine, not under moonadm's --root: /proc, /sys, the lab's own
+-- control files), or nil when it cannot be read.
+function M.read_host(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
 function M.contains(list, x)
   for _, v in ipairs(list or {}) do if v == x then return true end end
   return false

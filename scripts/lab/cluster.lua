@@ -332,6 +332,13 @@ M.REAL_KUBELET_CONFIG = {
 }
 M.REAL_POD_SUBNET = "10.244.0.0/16"
 
+-- The config document of this kind in docs, appended (empty) when there is none.
+local function document(docs, kind, api_version)
+  for _, d in ipairs(docs) do if d.kind == kind then return d end end
+  docs[#docs + 1] = { apiVersion = api_version, kind = kind }
+  return docs[#docs]
+end
+
 local function init_config(st, node, user_config, gates)
   local docs = {}
   if user_config then
@@ -342,13 +349,8 @@ local function init_config(st, node, user_config, gates)
     if not d then error(err, 0) end
     docs = d
   end
-  local init, cluster
-  for _, d in ipairs(docs) do
-    if d.kind == "InitConfiguration" then init = d end
-    if d.kind == "ClusterConfiguration" then cluster = d end
-  end
-  if not init then init = { apiVersion = "kubeadm.k8s.io/v1beta4", kind = "InitConfiguration" }; docs[#docs + 1] = init end
-  if not cluster then cluster = { apiVersion = "kubeadm.k8s.io/v1beta4", kind = "ClusterConfiguration" }; docs[#docs + 1] = cluster end
+  local init = document(docs, "InitConfiguration", "kubeadm.k8s.io/v1beta4")
+  local cluster = document(docs, "ClusterConfiguration", "kubeadm.k8s.io/v1beta4")
   init.localAPIEndpoint = init.localAPIEndpoint or {}
   init.localAPIEndpoint.advertiseAddress = node.ip
   init.nodeRegistration = init.nodeRegistration or {}
@@ -365,22 +367,12 @@ local function init_config(st, node, user_config, gates)
       certFile = "/etc/kubernetes/pki/apiserver-etcd-client.crt", keyFile = "/etc/kubernetes/pki/apiserver-etcd-client.key" } }
   end
   if st.kubelet == "real" then
-    local kc
-    for _, d in ipairs(docs) do if d.kind == "KubeletConfiguration" then kc = d end end
-    if not kc then
-      kc = { apiVersion = "kubelet.config.k8s.io/v1beta1", kind = "KubeletConfiguration" }
-      docs[#docs + 1] = kc
-    end
+    local kc = document(docs, "KubeletConfiguration", "kubelet.config.k8s.io/v1beta1")
     for k, v in pairs(M.REAL_KUBELET_CONFIG) do if kc[k] == nil then kc[k] = v end end
     cluster.networking = cluster.networking or {}
     cluster.networking.podSubnet = cluster.networking.podSubnet or M.REAL_POD_SUBNET
     -- kube-proxy runs in a node's network namespace: nf_conntrack_max is the host's, not its to set
-    local kp
-    for _, d in ipairs(docs) do if d.kind == "KubeProxyConfiguration" then kp = d end end
-    if not kp then
-      kp = { apiVersion = "kubeproxy.config.k8s.io/v1alpha1", kind = "KubeProxyConfiguration" }
-      docs[#docs + 1] = kp
-    end
+    local kp = document(docs, "KubeProxyConfiguration", "kubeproxy.config.k8s.io/v1alpha1")
     kp.conntrack = kp.conntrack or {}
     if kp.conntrack.maxPerCore == nil then kp.conntrack.maxPerCore = 0 end
     local patches = real_node_registration(st, node, init.nodeRegistration)

@@ -16,6 +16,7 @@ local fs = require "moonadm.fs"
 local proc = require "moonadm.proc"
 local cjson = require "cjson"
 local unit = require "lab.unit"
+local util = require "framework.util"
 
 local M = {}
 
@@ -29,14 +30,6 @@ local STOP_GRACE <const> = 10
 local function log(fmt, ...)
   io.stdout:write(os.date("!%Y-%m-%dT%H:%M:%SZ "), core.redact(fmt:format(...)), "\n")
   io.stdout:flush()
-end
-
-local function read(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
 end
 
 -- containerd's config for a lab node (each setting is one the lab cannot run without; see
@@ -84,7 +77,7 @@ function M.make_cgroups(name)
       os.execute(("mkdir -p '%s'"):format(d))
       if h == "cpuset" then
         for _, f in ipairs { "cpuset.cpus", "cpuset.mems" } do
-          local v = read(base .. "/" .. f)
+          local v = util.read_host(base .. "/" .. f)
           local out = v and io.open(d .. "/" .. f, "w")
           if out then out:write(v); out:close() end
         end
@@ -116,8 +109,8 @@ function Node:env()
 end
 
 function Node:kubelet_argv()
-  local u = unit.parse(read(self.o.unit))
-  local argv, err = unit.argv(u, read)
+  local u = unit.parse(util.read_host(self.o.unit))
+  local argv, err = unit.argv(u, util.read_host)
   if not argv then return nil, self.o.unit .. ": " .. err end
   -- The unit names the kubelet package's path; the lab's kubelet is in the lab's bin dir.
   if not fs.exists(argv[1]) then argv[1] = self.o.bin_dir .. "/" .. argv[1]:match("[^/]+$") end
@@ -177,7 +170,7 @@ end
 
 -- Applies systemctl's latest request for the kubelet: "<generation> start|stop|restart".
 function Node:control()
-  local text = read(M.CONTROL .. "/kubelet.want")
+  local text = util.read_host(M.CONTROL .. "/kubelet.want")
   local gen, verb = (text or ""):match("^(%d+) (%a+)")
   gen = tonumber(gen)
   if not gen or gen <= self.gen then return end

@@ -5,19 +5,12 @@
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local node = require "lab.node"
+local util = require "framework.util"
 
 local M = {}
 
-local function read(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return text
-end
-
 local function state()
-  local gen, active, pid = (read(node.CONTROL .. "/kubelet.state") or ""):match("^(%d+) (%a+) (%d+)")
+  local gen, active, pid = (util.read_host(node.CONTROL .. "/kubelet.state") or ""):match("^(%d+) (%a+) (%d+)")
   return tonumber(gen), active, tonumber(pid)
 end
 
@@ -28,7 +21,7 @@ local function request(verb)
       "/kubelet.state): run this through `moonadm lab exec NODE -- ...` on a `--kubelet real` lab\n")
     return 1
   end
-  local want = math.max(gen, tonumber((read(node.CONTROL .. "/kubelet.want") or ""):match("^(%d+)")) or 0) + 1
+  local want = math.max(gen, tonumber((util.read_host(node.CONTROL .. "/kubelet.want") or ""):match("^(%d+)")) or 0) + 1
   local ok, err = fs.write(node.CONTROL .. "/kubelet.want", ("%d %s\n"):format(want, verb), "0644")
   if not ok then io.stderr:write("systemctl: " .. tostring(err) .. "\n") return 1 end
   local deadline = core.monotonic() + 30

@@ -11,6 +11,7 @@ local config_net = require "config.net"
 local cri = require "cri.client"
 local cri_socket = require "cri.socket"
 local images = require "config.images"
+local util = require "framework.util"
 
 local M = {}
 
@@ -337,17 +338,9 @@ M.CGROUP_V1_ERROR = "cgroups v1 support is deprecated and will be removed in a f
   "configuration option 'FailCgroupV1' to 'false'. You must also explicitly skip this validation. For more " ..
   "information, see https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1"
 
-local function read_file(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local t = f:read("a")
-  f:close()
-  return t
-end
-
 -- The host's cgroup layout: "v2" with its controllers, or "v1" with the enabled subsystems.
 function M.cgroups(mounts, proc_cgroups, read)
-  read = read or read_file
+  read = read or util.read_host
   mounts = mounts or read("/proc/mounts") or ""
   for line in mounts:gmatch("[^\n]+") do
     local dir, fstype = line:match("^%S+ (%S+) (%S+)")
