@@ -249,15 +249,54 @@ local function kubectl(st, kubeconfig, args)
   return proc.run { argv = argv }
 end
 
+-- Is pid the init of the real node whose root is root (its command line says so)?
+local function is_node_init(pid, root)
+  local f = io.open(("/proc/%d/cmdline"):format(math.tointeger(pid) or -1), "rb")
+  if not f then return false end
+  local cmd = f:read("a"):gsub("%z", " ")
+  f:close()
+  return cmd:find(" lab node --root " .. root .. " ", 1, true) ~= nil
+end
+
+-- The host-wide sysctls a real kubelet sets when protectKernelDefaults is false (kubelet's
+-- setupKernelTunables): not per network namespace, so a real-kubelet lab records them before its
+-- first kubelet runs and the last lab to go down puts them back.
+M.KUBELET_SYSCTLS = { "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+  "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes" }
+M.SYSCTL_RECORD = "/run/moonadm-lab-sysctls.json"
+
+local function record_sysctls()
+  if io.open(M.SYSCTL_RECORD, "r") then return end -- an earlier lab's record holds the originals
+  local rec = {}
+  for _, k in ipairs(M.KUBELET_SYSCTLS) do
+    local f = io.open("/proc/sys/" .. k, "r")
+    if f then rec[k] = f:read("l"); f:close() end
+  end
+  state.write(M.SYSCTL_RECORD, cjson.encode(rec), "0644", "0755")
+end
+
+local function restore_sysctls()
+  local f = io.open(M.SYSCTL_RECORD, "r")
+  if not f then return end
+  local ok, rec = pcall(cjson.decode, f:read("a"))
+  f:close()
+  for k, v in pairs(ok and rec or {}) do
+    local w = io.open("/proc/sys/" .. k, "w")
+    if w then w:write(v); w:close() end
+  end
+  os.remove(M.SYSCTL_RECORD)
+end
+
 -- Stops everything a lab started, checked gone; removes its namespaces and bridge.
 local function teardown(dir, st, name)
   st = st or state.load(dir) or { nodes = {}, name = name }
   local pids = {}
   for _, n in ipairs(st.nodes or {}) do
     if n.kubelet_pid then pids[#pids + 1] = n.kubelet_pid end
-    -- a real node's init first: its death ends every process of the node's PID namespace
-    if n.init_pid then proc.signal(n.init_pid, "KILL") end
-    if n.node_pid then pids[#pids + 1] = n.node_pid end
+    -- a real node's init first: its death ends every process of the node's PID namespace (only if
+    -- that PID is still this node's init: after a reboot lab.json's PIDs belong to others)
+    if n.init_pid and is_node_init(n.init_pid, n.root) then proc.signal(n.init_pid, "KILL") end
+    if n.node_pid and is_node_init(n.node_pid, n.root) then pids[#pids + 1] = n.node_pid end
   end
   if st.lb and st.lb.pid then pids[#pids + 1] = st.lb.pid end
   for _, m in ipairs(st.etcd or {}) do if m.etcd_pid then pids[#pids + 1] = m.etcd_pid end end
@@ -283,7 +322,7 @@ local function teardown(dir, st, name)
     for _, n in ipairs(st.nodes or {}) do
       for _ = 1, 50 do
         lab_node.remove_cgroups(cgroup_name(st, n))
-        if not fs.exists("/sys/fs/cgroup/pids/" .. cgroup_name(st, n)) then break end
+        if not lab_node.cgroups_left(cgroup_name(st, n)) then break end
         core.sleep(0.1)
       end
     end
@@ -293,6 +332,7 @@ local function teardown(dir, st, name)
   local _, others = proc.run { argv = { "ip", "netns", "list" } }
   if not (others or ""):match("%S") then
     for _, d in ipairs(st.created_dirs or {}) do os.remove(d) end -- only if empty
+    restore_sysctls() -- no lab left: no kubelet of ours needs them
   end
   state.remove(dir)
 end
@@ -304,9 +344,14 @@ end
 -- would garbage-collect each other's pod cgroups). Returns the patches directory.
 local function real_node_registration(st, node, reg)
   reg.kubeletExtraArgs = reg.kubeletExtraArgs or {}
-  local has_ip
-  for _, a in ipairs(reg.kubeletExtraArgs) do has_ip = has_ip or a.name == "node-ip" end
-  if not has_ip then table.insert(reg.kubeletExtraArgs, { name = "node-ip", value = node.ip }) end
+  local args = reg.kubeletExtraArgs
+  if args[1] == nil and next(args) ~= nil then -- v1beta3's map form
+    args["node-ip"] = args["node-ip"] or node.ip
+  else
+    local has_ip
+    for _, a in ipairs(args) do has_ip = has_ip or a.name == "node-ip" end
+    if not has_ip then table.insert(args, { name = "node-ip", value = node.ip }) end
+  end
   -- On a cgroup v1 host kubeadm's SystemVerification fails for a v1.35 kubelet even with
   -- failCgroupV1=false, and says to skip it explicitly: the lab does, as such a user must.
   if preflight.cgroups() == "v1" then
@@ -375,8 +420,11 @@ local function init_config(st, node, user_config, gates)
     local kp = document(docs, "KubeProxyConfiguration", "kubeproxy.config.k8s.io/v1alpha1")
     kp.conntrack = kp.conntrack or {}
     if kp.conntrack.maxPerCore == nil then kp.conntrack.maxPerCore = 0 end
-    local patches = real_node_registration(st, node, init.nodeRegistration)
-    init.patches = init.patches or { directory = patches }
+    if init.patches then
+      error("--config: the real-kubelet lab gives each node a patches directory of its own (its cgroupRoot): " ..
+        "leave InitConfiguration.patches out, or use --kubelet standin", 0)
+    end
+    init.patches = { directory = real_node_registration(st, node, init.nodeRegistration) }
   end
   if gates and next(gates) then
     cluster.featureGates = cluster.featureGates or {}
@@ -485,6 +533,12 @@ function M.up(flags, set)
     if not f then error(("%s/%s is missing: run `make %s` first"):format(bin, b, real and "lab-bins-node" or "lab-bins"), 0) end
     f:close()
   end
+  if real then
+    -- Debian's runc and CNI plugins (tools/deps.sh): without them containerd fails later, less clearly
+    for _, f in ipairs { "/usr/sbin/runc", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/loopback" } do
+      if not fs.exists(f) then error(("%s is missing: run `make deps` (runc, containernetworking-plugins)"):format(f), 0) end
+    end
+  end
   local images = M.abs(flags.images or M.default_images())
   if real and not fs.exists(images) then
     error(("%s is missing: run `make lab-bins-node` first (it builds the lab's images)"):format(images), 0)
@@ -542,6 +596,7 @@ function M.up(flags, set)
     if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
   end
   if real then
+    record_sysctls()
     for _, d in ipairs(REAL_NODE_DIRS) do
       if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
     end
@@ -757,7 +812,26 @@ function M.exec(flags, node_name, cmd)
   local st = state.load(flags.dir) or error("no lab in " .. flags.dir, 0)
   local node = find_node(st, node_name or "") or error(("no node %q in the lab"):format(node_name or ""), 0)
   if #cmd == 0 then error("lab exec: no command after --", 0) end
-  return M.exec_on(st, node, cmd)
+  local code = M.exec_on(st, node, cmd)
+  -- a node that (re)joined a real-kubelet lab may have a new pod CIDR: wire it as `lab up` does
+  if st.kubelet == "real" and code == 0 and table.concat(cmd, " "):match("moonadm%S* join") then
+    local c = kclient.from_kubeconfig(flags.dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
+    local deadline = core.monotonic() + 60
+    while c do
+      local nodes, lerr = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
+      if not nodes then log.warn("[lab] listing the Nodes for their pod CIDRs: %s", tostring(lerr)) break end
+      local missing = cni.sync(st, nodes)
+      state.save(flags.dir, st)
+      if #missing == 0 then break end
+      if core.monotonic() > deadline then
+        log.warn("[lab] no pod CIDR yet for %s: its pods have no network until `lab exec` runs again", table.concat(missing, " "))
+        break
+      end
+      core.sleep(0.5)
+    end
+    if c then c:close() end
+  end
+  return code
 end
 
 return M

@@ -33,7 +33,7 @@ local function log(fmt, ...)
 end
 
 -- containerd's config for a lab node (each setting is one the lab cannot run without; see
--- docs/lab.md): the CRI pins kubeadm's pause tag and never pulls it, the OOM score is left alone
+-- README.md, "The lab"): the CRI pins kubeadm's pause tag and never pulls it, the OOM score is left alone
 -- (root here lacks CAP_SYS_RESOURCE), cgroupfs (no systemd), Debian's CNI plugins, pod netns
 -- files under the node's private state dir.
 function M.containerd_config()
@@ -70,6 +70,10 @@ end
 -- and the v2 "unified" one): the kubelet's cgroupRoot, so kubelets side by side never touch each
 -- other's pods. cpuset children start with no CPUs: they get their parent's.
 function M.make_cgroups(name)
+  if M.unified() then
+    os.execute(("mkdir -p '/sys/fs/cgroup/%s'"):format(name))
+    return
+  end
   for _, h in ipairs(fs.list("/sys/fs/cgroup") or {}) do
     local base = "/sys/fs/cgroup/" .. h
     if fs.exists(base .. "/cgroup.procs") then
@@ -88,12 +92,30 @@ end
 
 -- Removes a node's cgroups, children first (each must be empty of processes: the node is gone).
 function M.remove_cgroups(name)
-  for _, h in ipairs(fs.list("/sys/fs/cgroup") or {}) do
-    local d = "/sys/fs/cgroup/" .. h .. "/" .. name
+  for _, d in ipairs(M.cgroup_dirs(name)) do
     if fs.exists(d) then
       os.execute(("find '%s' -depth -type d -exec rmdir {} + 2>/dev/null"):format(d))
     end
   end
+end
+
+-- Is /sys/fs/cgroup the unified (v2) hierarchy itself?
+function M.unified() return fs.exists("/sys/fs/cgroup/cgroup.controllers") end
+
+-- The node's cgroup directories: one per v1 hierarchy, or the one of the unified hierarchy.
+function M.cgroup_dirs(name)
+  if M.unified() then return { "/sys/fs/cgroup/" .. name } end
+  local out = {}
+  for _, h in ipairs(fs.list("/sys/fs/cgroup") or {}) do
+    if fs.exists("/sys/fs/cgroup/" .. h .. "/cgroup.procs") then out[#out + 1] = "/sys/fs/cgroup/" .. h .. "/" .. name end
+  end
+  return out
+end
+
+-- Is any of them still there?
+function M.cgroups_left(name)
+  for _, d in ipairs(M.cgroup_dirs(name)) do if fs.exists(d) then return true end end
+  return false
 end
 
 local Node = {}
@@ -110,10 +132,11 @@ end
 
 function Node:kubelet_argv()
   local u = unit.parse(util.read_host(self.o.unit))
-  local argv, err = unit.argv(u, util.read_host)
+  -- the unit's EnvironmentFiles are the node's (kubeadm-flags.env, /etc/default/kubelet), under its root
+  local argv, err = unit.argv(u, function(p) return util.read_host(self.o.root .. p) end)
   if not argv then return nil, self.o.unit .. ": " .. err end
-  -- The unit names the kubelet package's path; the lab's kubelet is in the lab's bin dir.
-  if not fs.exists(argv[1]) then argv[1] = self.o.bin_dir .. "/" .. argv[1]:match("[^/]+$") end
+  -- The unit names the kubelet package's path; the lab's kubelet (never a host's) is in the lab's bin dir.
+  argv[1] = self.o.bin_dir .. "/" .. argv[1]:match("[^/]+$")
   return argv
 end
 
@@ -138,11 +161,13 @@ end
 
 function Node:stop(name)
   local s = self.services[name]
-  if not s.pid then return end
-  proc.signal(s.pid, "TERM")
+  local pid = s.pid
+  if not pid then return end
+  proc.signal(pid, "TERM")
   local deadline = core.monotonic() + STOP_GRACE
-  while proc.alive(s.pid) do
-    if core.monotonic() > deadline then proc.signal(s.pid, "KILL") end
+  -- reap() clears s.pid once it has reaped this process
+  while s.pid == pid and proc.alive(pid) do
+    if core.monotonic() > deadline then proc.signal(pid, "KILL") end
     self:reap()
     core.sleep(0.05)
   end
@@ -159,6 +184,7 @@ function Node:reap()
     for name, s in pairs(self.services) do
       if s.pid == pid then
         s.pid = nil
+        s.exits = (s.exits or 0) + 1
         if s.want then
           s.restart_at = core.monotonic() + RESTART_SEC[name]
           log("%s: exited with %d; restarting in %ds (see %s)", name, code, RESTART_SEC[name], s.log)
@@ -242,9 +268,11 @@ function Node:run()
       if ok then
         self.imported = true
         self:report { ready = true, containerd = M.SOCKET }
-      elseif (ok == nil or core.monotonic() - t0 > 60) and not self.reported then
+      elseif (ok == nil or core.monotonic() - t0 > 60 or (self.services.containerd.exits or 0) >= 2) and not self.reported then
         -- said once; a failed import is not retried, a silent containerd still is (it may come up)
-        self:report { ready = false, error = (ok == nil and err) or
+        local exits = self.services.containerd.exits or 0
+        self:report { ready = false, error = (ok == nil and err) or (exits > 0 and
+          ("containerd exited %d times without answering: see %s/var/log/containerd.log"):format(exits, o.root)) or
           ("containerd does not answer on %s after 60s: see %s/var/log/containerd.log"):format(M.SOCKET, o.root) }
         self.reported = true
         self.imported = ok == nil

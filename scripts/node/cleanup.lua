@@ -73,6 +73,11 @@ end
 -- kubeadm does after the kubelet has stopped; only where there is a runtime (the systemd node runtime).
 function M.remove_containers(ctx, rt)
   if rt.name ~= "systemd" then return end
+  if fs.root() ~= "/" then
+    -- the host's runtime is not this node's: its pods are not this reset's to remove
+    log.warn("[reset] the node root is %s, not /: not removing the host's containers", fs.root())
+    return
+  end
   if ctx.dry_run then log.info("[dryrun] Would remove Kubernetes-managed containers") return end
   log.v(1, "[reset] Removing Kubernetes-managed containers")
   local sock = ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.criSocket

@@ -262,7 +262,8 @@ M.container_runtime_version = {
 }
 
 -- ImagePull: every image the node's control plane needs is present, or pulled now (policy
--- IfNotPresent or Always; Never pulls nothing), one after another unless imagePullSerial is false.
+-- IfNotPresent or Always; Never pulls nothing), one after another (kubeadm pulls in parallel when
+-- imagePullSerial is false: moonadm always pulls one by one).
 function M.image_pull(images, policy)
   return {
     name = "ImagePull",
@@ -294,11 +295,16 @@ function M.image_pull(images, policy)
   }
 end
 
--- kubeadm's RunPullImagesCheck (init, a control-plane join): on a node with a runtime (the systemd
--- node runtime), the control plane's images present or pulled, with kubeadm's words.
+-- kubeadm's RunPullImagesCheck (run by init; kubeadm also runs it on a control-plane join, moonadm does
+-- not: docs/compatibility.md): on a node with a runtime (the systemd node runtime), the control plane's
+-- images present or pulled, with kubeadm's words. Under --root the host's runtime is not this node's.
 function M.pull_images(ctx, cluster, prefix)
   local rt = ctx.flags and ctx.flags["node-runtime"] or "systemd"
   if rt ~= "systemd" then return end
+  if rooted(ctx) then
+    log.v(1, "%s the node root is %s, not /: not pulling images into the host's container runtime", prefix or "[preflight]", ctx.root)
+    return
+  end
   prefix = prefix or "[preflight]"
   if ctx.dry_run then
     log.info("%s Would pull the required images (like 'kubeadm config images pull')", prefix)
@@ -319,7 +325,7 @@ M.service_kubelet = {
   run = function(ctx)
     if rooted(ctx) then return end
     if not (sh_read("command -v systemctl") or ""):match("%S") then
-      return { { level = "warning", msg = "No supported init system detected, won't make sure kubelet is running properly." } }
+      return { { level = "warning", msg = "no supported init system detected, skipping checking for services" } }
     end
     local _, enabled = sh_read("systemctl is-enabled --quiet kubelet.service")
     if not enabled then
@@ -347,7 +353,10 @@ function M.cgroups(mounts, proc_cgroups, read)
     if dir == "/sys/fs/cgroup" and fstype == "cgroup2" then
       local list = {}
       for c in (read("/sys/fs/cgroup/cgroup.controllers") or ""):gmatch("%S+") do list[#list + 1] = c end
-      list[#list + 1] = "freezer" -- cgroup v2 freezes through cgroup.freeze, present since Linux 5.2
+      -- v2 freezes through cgroup.freeze (Linux 5.2+) and controls devices with eBPF: kubeadm's
+      -- validator counts both as present
+      list[#list + 1] = "freezer"
+      list[#list + 1] = "devices"
       return "v2", list
     end
   end

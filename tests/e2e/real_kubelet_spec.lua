@@ -127,7 +127,8 @@ spec:
     assert.equal(prefix, pod.status.podIP:match("^(%d+%.%d+%.%d+)%."), "the pod's IP is in w1's pod CIDR")
     rc, o = fixture.kubectl(st, { "exec", "bb", "--", "nslookup", "kubernetes.default.svc.cluster.local" })
     assert.equal(0, rc, o)
-    assert.matches("Address:%s+10%.96%.0%.1", o)
+    -- the answer, not the resolver's own "Address: 10.96.0.10:53" line
+    assert.matches("Name:%s+kubernetes%.default%.svc%.cluster%.local%s+Address:%s+10%.96%.0%.1%f[^%d]", o)
     -- a plain-HTTP request to the Service's port: only the apiserver answers it this way
     rc, o = fixture.kubectl(st, { "exec", "bb", "--", "sh", "-c",
       "printf 'GET /version HTTP/1.0\\r\\n\\r\\n' | nc -w 5 kubernetes.default.svc.cluster.local 443" })
@@ -163,6 +164,22 @@ spec:
     end
   end)
 
+  it("starts a kubelet that exits again, as the kubelet service's Restart=always does, and the Node stays Ready", function()
+    assert.equal(0, code, out .. err)
+    local rc, state = fixture.exec(st, "w1", { "cat", "/run/moonadm-lab/kubelet.state" })
+    assert.equal(0, rc, state)
+    local pid = assert(state:match("^%d+ active (%d+)"), state)
+    rc = fixture.exec(st, "w1", { "kill", "-9", pid })
+    assert.equal(0, rc)
+    wait("a new kubelet on w1", 60, function()
+      local _, s2 = fixture.exec(st, "w1", { "cat", "/run/moonadm-lab/kubelet.state" })
+      local p2 = s2:match("^%d+ active (%d+)")
+      return p2 ~= nil and p2 ~= pid, s2
+    end)
+    wait("w1 Ready", 60, function() return node_ready(st, "w1") end)
+    assert.matches("kubelet: exited with 137; restarting in 10s", h.read(st.nodes[2].root .. "/var/log/moonadm-node.log"), 1, true)
+  end)
+
   it("resets the worker: the CRI lists no pod afterwards, the kubelet is stopped, and it joins again", function()
     assert.equal(0, code, out .. err)
     local rc, o = crictl(st, "w1", { "pods", "-q" })
@@ -174,6 +191,7 @@ spec:
     assert.equal(0, rc, o)
     assert.equal("", (o:gsub("%s+", "")))
     rc, o = crictl(st, "w1", { "ps", "-a", "-q" })
+    assert.equal(0, rc, o)
     assert.equal("", (o:gsub("%s+", "")))
     rc = fixture.exec(st, "w1", { "systemctl", "is-active", "--quiet", "kubelet" })
     assert.equal(3, rc)
@@ -181,6 +199,10 @@ spec:
     local jcode, jout, jerr = fixture.exec(st, "w1", { "moonadm", "join", "--config", st.dir .. "/w1-join.yaml" })
     assert.equal(0, jcode, jout .. jerr)
     wait("w1 Ready again", 120, function() return node_ready(st, "w1") end)
+    -- its new pod CIDR is wired (lab exec after a join): a new pod gets an address in it
+    local w1 = kjson(st, { "get", "node", "w1", "-o", "json" })
+    local conflist = h.read(st.nodes[2].root .. "/etc/cni/net.d/10-moonadm-lab.conflist") or ""
+    assert.matches(w1.spec.podCIDR, conflist, 1, true)
   end)
 
   it("lab down leaves no process, namespace or cgroup of the lab", function()
@@ -201,5 +223,35 @@ spec:
     ps:close()
     assert.is_nil(all:match(NAME .. "/cp1"), "a process of the lab survived")
     assert.is_nil(all:match("lab node %-%-root [^\n]*" .. NAME), "a node init survived")
+  end)
+end)
+
+describe("the real-kubelet lab with a containerd that cannot start (own lab e2erealbad)", function()
+  local NAME_BAD, dir = "e2erealbad", nil
+  teardown(function() h.moonadm { "lab", "down", "--name", NAME_BAD } end)
+
+  it("fails naming the node and its containerd log, and lab down removes everything", function()
+    dir = h.tmpdir()
+    for _, b in ipairs { "etcd", "etcdctl", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubeadm",
+      "kubelet", "containerd-shim-runc-v2", "ctr", "crictl" } do
+      os.execute(("ln -s %s %s"):format(h.q(fixture.bin_dir .. "/" .. b), h.q(dir .. "/" .. b)))
+    end
+    h.write(dir .. "/containerd", "#!/bin/sh\necho 'containerd: broken on purpose' >&2\nexit 1\n")
+    os.execute("chmod +x " .. h.q(dir .. "/containerd"))
+    local t0 = os.time()
+    local code, out, err = h.moonadm { "lab", "up", "--name", NAME_BAD, "--subnet", "10.252.11", "--kubelet", "real",
+      "--bin-dir", dir }
+    assert.are_not.equal(0, code)
+    local text = out .. err
+    assert.matches("node cp1: containerd exited %d+ times without answering: see [^\n]*/cp1/var/log/containerd%.log", text)
+    assert.is_true(os.time() - t0 < 60, "took " .. (os.time() - t0) .. "s")
+    local log = h.read(h.top .. "/.lab/" .. NAME_BAD .. "/cp1/var/log/containerd.log") or ""
+    assert.matches("broken on purpose", log, 1, true)
+    local rc, o = h.moonadm { "lab", "down", "--name", NAME_BAD }
+    assert.equal(0, rc, o)
+    local p = io.popen("ip netns list")
+    local ns = p:read("a")
+    p:close()
+    assert.is_nil(ns:match(NAME_BAD .. "%-"))
   end)
 end)

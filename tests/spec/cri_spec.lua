@@ -140,7 +140,7 @@ describe("the real-kubelet lab's formats", function()
     v, list = preflight.cgroups("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n", nil,
       function(p) return p == "/sys/fs/cgroup/cgroup.controllers" and "cpuset cpu memory pids\n" or nil end)
     assert.equal("v2", v)
-    assert.same({ "cpuset", "cpu", "memory", "pids", "freezer" }, list)
+    assert.same({ "cpuset", "cpu", "memory", "pids", "freezer", "devices" }, list)
   end)
 
   it("SystemVerification on this machine says what kubeadm says about cgroup v1", function()
