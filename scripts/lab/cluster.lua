@@ -498,6 +498,16 @@ local function start_real_node(st, n, images)
   end
 end
 
+-- Pod networking follows each Node's pod CIDR, as a CNI DaemonSet would wire it (lab/cni.lua), with
+-- the lab's record saved → the nodes still without a pod CIDR | nil, err.
+local function wire_pod_network(c, st)
+  local nodes, err = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
+  if not nodes then return nil, "listing the Nodes for their pod CIDRs: " .. tostring(err) end
+  local missing = cni.sync(st, nodes)
+  state.save(st.dir, st)
+  return missing
+end
+
 -- Waits for every real node's init to report containerd up and the images imported.
 local function wait_real_nodes(st)
   wait_for("containerd and the lab's images on every node", 180, function()
@@ -730,11 +740,8 @@ function M.up(flags, set)
       local okw, werr = pcall(wait_for, ("every static Pod's mirror Pod and every Node Ready (%s)"):format(
         table.concat(names, " ")), flags["ready-timeout"], function()
           if real then
-            -- pod networking follows each Node's pod CIDR, as a CNI DaemonSet would wire it
-            local nodes, lerr = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
-            if not nodes then return false, "listing the Nodes for their pod CIDRs: " .. tostring(lerr) end
-            cni.sync(st, nodes)
-            state.save(dir, st)
+            local wired, werr2 = wire_pod_network(c, st)
+            if not wired then return false, werr2 end
           end
           local why = M.not_up(c, st)
           return why == nil, why
@@ -818,10 +825,8 @@ function M.exec(flags, node_name, cmd)
     local c = kclient.from_kubeconfig(flags.dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
     local deadline = core.monotonic() + 60
     while c do
-      local nodes, lerr = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
-      if not nodes then log.warn("[lab] listing the Nodes for their pod CIDRs: %s", tostring(lerr)) break end
-      local missing = cni.sync(st, nodes)
-      state.save(flags.dir, st)
+      local missing, werr = wire_pod_network(c, st)
+      if not missing then log.warn("[lab] %s", werr) break end
       if #missing == 0 then break end
       if core.monotonic() > deadline then
         log.warn("[lab] no pod CIDR yet for %s: its pods have no network until `lab exec` runs again", table.concat(missing, " "))

@@ -197,15 +197,17 @@ M.parse_version = parse_version
 
 -- KubeletVersion: the kubelet in PATH is neither newer than the control plane nor older than the
 -- oldest kubelet kubeadm supports (control plane minor - 3). version_of lets tests inject a version.
+-- The installed kubelet's version ("v1.35.4"), from `kubelet --version`, or nil.
+local function installed_kubelet_version()
+  local out = sh_read("kubelet --version")
+  return out and out:match("v%d+%.%d+%.%d+%S*")
+end
+
 function M.kubelet_version(cp_version, version_of)
   return {
     name = "KubeletVersion",
     run = function(ctx)
-      local text
-      if version_of then text = version_of() else
-        local out = sh_read("kubelet --version")
-        text = out and out:match("v%d+%.%d+%.%d+%S*")
-      end
+      local text = (version_of or installed_kubelet_version)()
       if not text then
         return { { level = soften(ctx, "error"), msg = "couldn't get kubelet version: cannot execute 'kubelet --version': executable file not found in $PATH" } }
       end
@@ -376,7 +378,7 @@ function M.system_verification(default_minor)
     name = "SystemVerification",
     run = function(ctx)
       local out = {}
-      local kubelet_minor = tonumber((sh_read("kubelet --version") or ""):match("v%d+%.(%d+)")) or default_minor
+      local kubelet_minor = tonumber((installed_kubelet_version() or ""):match("^v%d+%.(%d+)")) or default_minor
       local release = (sh_read("uname -r") or ""):match("%S+") or ""
       local supported
       for _, pat in ipairs(M.KERNEL_VERSIONS) do supported = supported or release:match(pat) ~= nil end
