@@ -1,11 +1,14 @@
 # moonadm: C engine (engine/), Lua bindings and host (bindings/), embedded Lua scripts (scripts/).
 CC      ?= cc
-PKGS    := lua5.4 openssl yaml-0.1 libcurl
+PKGS    := lua5.4 libcrypto yaml-0.1 libcurl
+# linked at start-up: libcurl is not (engine/libcurl.c loads it on the first request)
+LINK_PKGS := lua5.4 libcrypto yaml-0.1
 CFLAGS  ?= -O2 -g
 # pkg-config runs when a compile first needs it (not when make reads this file), so `make deps`,
 # `make demo` and `make test` work on a bare machine before pkg-config and the -dev packages exist.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
-LDLIBS     = $(eval LDLIBS := $$(shell pkg-config --libs $(PKGS)) -pthread -lm -ldl)$(LDLIBS)
+# nettle/hogweed/GMP (RSA key generation, engine/pki_rsa.c) are linked statically: no loader cost at start-up
+LDLIBS     = $(eval LDLIBS := -Wl,-Bstatic -lhogweed -lnettle -lgmp -Wl,-Bdynamic $$(shell pkg-config --libs $(LINK_PKGS)) -pthread -lm -ldl)$(LDLIBS)
 ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
 B       ?= build
 # Go for `make lab-bins`: the PATH's, else the official tarball's /usr/local/go (as .ci/run does).

@@ -1,5 +1,6 @@
 /* TLS HTTP client over libcurl (see http.h). */
 #include "http.h"
+#include "libcurl.h"
 #include "testhooks.h"
 
 #include <ctype.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -38,18 +38,12 @@ const char *ma_http_errkind_name(int code)
 	}
 }
 
-static int curl_ready;
-
 static int global_init(ma_err *e)
 {
-	if (!curl_ready) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			ma_fail(e, "http: curl_global_init failed");
-			if (e)
-				e->code = MA_HTTP_EOTHER;
-			return -1;
-		}
-		curl_ready = 1;
+	if (ma_libcurl_load(e)) {
+		if (e)
+			e->code = MA_HTTP_EOTHER;
+		return -1;
 	}
 	return 0;
 }

@@ -3,6 +3,7 @@
 #define MA_PKI_INT_H
 
 #include <openssl/bio.h>
+#include <openssl/evp.h>
 
 #include "pki.h"
 
@@ -20,5 +21,8 @@ int ma_pki_pem_next(const char *s, size_t len, size_t *pos, ma_pem_block *b, ma_
 
 /* Copies a memory BIO's contents into a NUL-terminated malloc'ed buffer. */
 char *ma_pki_bio_take(BIO *b, size_t *len, ma_err *e);
+
+/* A new RSA key of exactly `bits` bits, e = 65537 (engine/pki_rsa.c: nettle/GMP). */
+EVP_PKEY *ma_pki_rsa_generate(unsigned bits, ma_err *e);
 
 #endif

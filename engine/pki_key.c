@@ -86,9 +86,9 @@ static int nopass(char *buf, int size, int rw, void *u)
 ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e)
 {
 	EVP_PKEY *k = NULL;
-	if (!alg || !*alg || !strcmp(alg, "RSA-2048")) k = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)2048);
-	else if (!strcmp(alg, "RSA-3072")) k = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)3072);
-	else if (!strcmp(alg, "RSA-4096")) k = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)4096);
+	if (!alg || !*alg || !strcmp(alg, "RSA-2048")) return ma_pki_rsa_generate(2048, e);
+	else if (!strcmp(alg, "RSA-3072")) return ma_pki_rsa_generate(3072, e);
+	else if (!strcmp(alg, "RSA-4096")) return ma_pki_rsa_generate(4096, e);
 	else if (!strcmp(alg, "ECDSA-P256")) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	else if (!strcmp(alg, "ECDSA-P384")) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
 	else {

@@ -12,6 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+
 static char dir[] = "/tmp/test_pki.XXXXXX";
 
 static const char *path(const char *name)
@@ -141,6 +145,46 @@ static void test_keygen_algorithms(void)
 	CHECK(!ma_pki_genkey("RSA-1024", &e), "RSA-1024 accepted");
 	CHECK(strstr(e.msg, "RSA-1024") && strstr(e.msg, "RSA-2048, RSA-3072, RSA-4096, ECDSA-P256, ECDSA-P384"), "%s",
 	      e.msg);
+}
+
+/* Every RSA key the generator makes (nettle/GMP, engine/pki_rsa.c) is one OpenSSL accepts as its
+ * own: its key check (n = pq, d, the CRT values) passes, the modulus has exactly the requested bits,
+ * p != q, e = 65537; and p and q have half the bits each (no lopsided factors). */
+static void test_rsa_keys_checked(void)
+{
+	static const struct { const char *alg; int bits; } want[] = {
+		{"RSA-2048", 2048}, {"RSA-2048", 2048}, {"RSA-2048", 2048}, {"RSA-3072", 3072}, {"RSA-4096", 4096}};
+	size_t n = slow() ? 2 : sizeof want / sizeof *want;
+	const char *algs[8];
+	ma_pki_key *k[8];
+	ma_err e = {0};
+	for (size_t i = 0; i < n; i++) algs[i] = want[i].alg;
+	CHECK(ma_pki_genkeys_parallel(algs, n, k, 0, &e) == 0, "%s", e.msg);
+	for (size_t i = 0; i < n && k[0]; i++) {
+		BIGNUM *bn_n = NULL, *bn_e = NULL, *p = NULL, *q = NULL;
+		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, k[i], NULL);
+		CHECK(c && EVP_PKEY_check(c) == 1, "%s #%zu: OpenSSL's key check fails", algs[i], i);
+		CHECK(c && EVP_PKEY_pairwise_check(c) == 1, "%s #%zu: pairwise check fails", algs[i], i);
+		EVP_PKEY_CTX_free(c);
+		CHECK(EVP_PKEY_get_bn_param(k[i], OSSL_PKEY_PARAM_RSA_N, &bn_n) == 1 &&
+		      EVP_PKEY_get_bn_param(k[i], OSSL_PKEY_PARAM_RSA_E, &bn_e) == 1 &&
+		      EVP_PKEY_get_bn_param(k[i], OSSL_PKEY_PARAM_RSA_FACTOR1, &p) == 1 &&
+		      EVP_PKEY_get_bn_param(k[i], OSSL_PKEY_PARAM_RSA_FACTOR2, &q) == 1, "%s: parameters", algs[i]);
+		if (bn_n && bn_e && p && q) {
+			CHECK(BN_num_bits(bn_n) == want[i].bits, "%s: modulus of %d bits", algs[i], BN_num_bits(bn_n));
+			CHECK(BN_is_word(bn_e, 65537), "%s: e is not 65537", algs[i]);
+			CHECK(BN_cmp(p, q) != 0, "%s: p = q", algs[i]);
+			CHECK(BN_num_bits(p) == want[i].bits / 2 && BN_num_bits(q) == want[i].bits / 2, "%s: p %d, q %d bits",
+			      algs[i], BN_num_bits(p), BN_num_bits(q));
+		}
+		for (size_t j = 0; j < i; j++) CHECK(!ma_pki_key_equal(k[i], k[j]), "keys %zu and %zu equal", i, j);
+		size_t len;
+		char *pem = ma_pki_key_pem(k[i], &len, &e);
+		CHECK(pem && !strncmp(pem, "-----BEGIN RSA PRIVATE KEY-----\n", 32), "%s: PKCS#1 PEM", algs[i]);
+		ma_pki_secret_free(pem, len);
+		BN_free(bn_n), BN_free(bn_e), BN_clear_free(p), BN_clear_free(q);
+	}
+	for (size_t i = 0; i < n && k[0]; i++) ma_pki_key_free(k[i]);
 }
 
 static void test_keygen_parallel(void)
@@ -635,6 +679,7 @@ int main(void)
 	setup_chain();
 	RUN(test_keygen_algorithms);
 	RUN(test_keygen_parallel);
+	RUN(test_rsa_keys_checked);
 	RUN(test_pem_roundtrip);
 	RUN(test_pem_errors);
 	RUN(test_ca_and_leaf);
