@@ -62,7 +62,7 @@ $(B)/libmoonadm.a: $(ENGINE_OBJ)
 
 $(B)/embed: tools/embed.c
 	@mkdir -p $(B)
-	$(CC) $(ALL_CFLAGS) $< -o $@
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDLIBS)
 
 # The stock scripts, compiled into the binary (module name = path under scripts/, / -> .).
 $(B)/scripts_embed.c: $(B)/embed $(SCRIPTS)

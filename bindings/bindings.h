@@ -13,6 +13,12 @@ static inline int ma_push_err(lua_State *L, const ma_err *e)
 	return 2;
 }
 
+/* bindings/commit.c: commit pending file writes (fs.h's group) first. ma_guard_table wraps the C
+ * functions of the table at idx (only those in `only` when not NULL, none in `except`). */
+void ma_commit_or_raise(lua_State *L);
+void ma_guard_table(lua_State *L, int idx, const char *const *only, const char *const *except);
+void ma_guard_stdlib(lua_State *L);
+
 int luaopen_moonadm_core(lua_State *L);
 int luaopen_moonadm_fs(lua_State *L);
 int luaopen_moonadm_yaml(lua_State *L);

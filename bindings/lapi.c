@@ -430,6 +430,7 @@ int luaopen_moonadm_api(lua_State *L)
 	luaL_newmetatable(L, CLIENT_MT); /* mt */
 	luaL_setfuncs(L, meta, 0);
 	luaL_newlib(L, methods); /* mt methods */
+	ma_guard_table(L, -1, NULL, NULL); /* a server may read what this run wrote (kubelet manifests) */
 	lua_setfield(L, -2, "__index");
 	lua_pop(L, 1);
 	luaL_newmetatable(L, RESP_MT);
@@ -437,5 +438,6 @@ int luaopen_moonadm_api(lua_State *L)
 	lua_setfield(L, -2, "__gc");
 	lua_pop(L, 1);
 	luaL_newlib(L, fns);
+	ma_guard_table(L, -1, NULL, NULL);
 	return 1;
 }

@@ -451,8 +451,10 @@ int luaopen_moonadm_etcd(lua_State *L)
 	luaL_newmetatable(L, CLIENT_MT);
 	luaL_setfuncs(L, meta, 0);
 	luaL_newlib(L, methods);
+	ma_guard_table(L, -1, NULL, NULL);
 	lua_setfield(L, -2, "__index");
 	lua_pop(L, 1);
 	luaL_newlib(L, fns);
+	ma_guard_table(L, -1, NULL, NULL);
 	return 1;
 }

@@ -278,6 +278,30 @@ static int l_clean_temps(lua_State *L)
 	return 1;
 }
 
+/* group_begin(): later writes wait for commit() / group_end() (engine/fs.h's group commit). */
+static int l_group_begin(lua_State *L)
+{
+	ma_fs_group_begin();
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_commit(lua_State *L)
+{
+	ma_err e = {0};
+	if (ma_fs_group_commit(&e)) return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int l_group_end(lua_State *L)
+{
+	ma_err e = {0};
+	if (ma_fs_group_end(&e)) return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
 static void lock_metatable(lua_State *L)
 {
 	static const luaL_Reg methods[] = {{"release", l_lock_release}, {"held", l_lock_held}, {NULL, NULL}};
@@ -301,7 +325,12 @@ int luaopen_moonadm_fs(lua_State *L)
 				       {"mkdir", l_mkdir},       {"remove", l_remove}, {"remove_tree", l_remove_tree},
 				       {"copy", l_copy},         {"list", l_list},     {"stat", l_stat},
 				       {"lock", l_lock},         {"clean_temps", l_clean_temps},
+				       {"group_begin", l_group_begin}, {"commit", l_commit}, {"group_end", l_group_end},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
+	/* the operations that see pending writes themselves; every other one commits the group first */
+	static const char *const sees_pending[] = {"root", "path", "write", "read", "read_regular", "exists", "mkdir",
+						   "group_begin", "commit", "group_end", NULL};
+	ma_guard_table(L, -1, NULL, sees_pending);
 	return 1;
 }

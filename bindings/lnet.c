@@ -103,5 +103,6 @@ int luaopen_moonadm_net(lua_State *L)
 	static const luaL_Reg fns[] = {{"port_free", l_port_free}, {"listen", l_listen},
 				       {"interfaces", l_interfaces}, {"default_ip", l_default_ip}, {NULL, NULL}};
 	luaL_newlib(L, fns);
+	ma_guard_table(L, -1, NULL, NULL);
 	return 1;
 }

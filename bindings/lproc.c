@@ -202,5 +202,6 @@ int luaopen_moonadm_proc(lua_State *L)
 	static const luaL_Reg fns[] = {{"spawn", l_spawn}, {"signal", l_signal}, {"wait", l_wait}, {"wait_any", l_wait_any},
 				       {"alive", l_alive}, {"run", l_run},       {NULL, NULL}};
 	luaL_newlib(L, fns);
+	ma_guard_table(L, -1, NULL, NULL); /* a child process sees this run's pending writes */
 	return 1;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bindings.h"
+#include "fs.h"
 #include "scripts_embed.h"
 #include "version.h"
 
@@ -52,8 +53,9 @@ static int searcher(lua_State *L)
 		lua_pushfstring(L, "no embedded script '%s'", name);
 		return 1;
 	}
+	/* compiled at build time by tools/embed.c (the chunk knows its name, @scripts/<path>) */
 	const char *chunk = lua_pushfstring(L, "@scripts/%s", s->path);
-	if (luaL_loadbufferx(L, (const char *)s->data, s->len, chunk, "t") != LUA_OK)
+	if (luaL_loadbufferx(L, (const char *)s->code, s->code_len, chunk, "b") != LUA_OK)
 		return luaL_error(L, "error loading embedded module '%s':\n\t%s", name, lua_tostring(L, -1));
 	lua_pushfstring(L, "scripts/%s", s->path);
 	return 2;
@@ -235,6 +237,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	luaL_openlibs(L);
+	ma_guard_stdlib(L);
 	preload_bindings(L);
 	install_searcher(L);
 	if (scripts_dir) {
@@ -252,6 +255,11 @@ int main(int argc, char **argv)
 		rc = 1;
 	} else {
 		rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
+	}
+	ma_err e = {0};
+	if (ma_fs_group_end(&e)) { /* a run's last pending writes (the runner ends its group itself) */
+		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", e.msg);
+		rc = 1;
 	}
 	lua_close(L);
 	return rc;

@@ -8,6 +8,8 @@ struct ma_script {
 	const char *path;           /* path under scripts/: "phases/init/certs.lua" */
 	const unsigned char *data;  /* source, NUL-terminated */
 	size_t len;
+	const unsigned char *code;  /* Lua bytecode of the source, with debug information */
+	size_t code_len;
 };
 
 extern const struct ma_script ma_scripts[]; /* ends with a NULL name */

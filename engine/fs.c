@@ -119,6 +119,102 @@ static int same_content(const char *host, const void *data, size_t len, mode_t m
 	return same && off == len;
 }
 
+/* ---- group commit (see fs.h): temp files written now, made durable and renamed together ---- */
+struct pending {
+	char host[MA_PATH_MAX], tmp[MA_PATH_MAX];
+	int fd; /* open until its rename: the flock tells ma_fs_clean_temps its writer lives */
+};
+enum { GROUP_MAX = 128 }; /* fds held at once; a bigger group commits early */
+static struct pending *pend;
+static size_t npend;
+static int group_on;
+
+static struct pending *pending_find(const char *host)
+{
+	for (size_t i = 0; i < npend; i++)
+		if (!strcmp(pend[i].host, host))
+			return &pend[i];
+	return NULL;
+}
+
+static void pending_drop(struct pending *p)
+{
+	close(p->fd);
+	unlink(p->tmp);
+}
+
+void ma_fs_group_begin(void)
+{
+	group_on = 1;
+}
+
+int ma_fs_group_active(void)
+{
+	return group_on;
+}
+
+static void dir_of(const char *host, char *dir, size_t n)
+{
+	snprintf(dir, n, "%s", host);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, n, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+int ma_fs_group_commit(ma_err *e)
+{
+	if (!npend)
+		return 0;
+	size_t n = npend, i;
+	npend = 0; /* whatever happens below, nothing stays pending */
+	/* start every file's writeback, then wait for each: the journal commits coalesce */
+	for (i = 0; i < n; i++)
+		(void)sync_file_range(pend[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	for (i = 0; i < n; i++)
+		if (fsync(pend[i].fd) != 0) {
+			int err = errno;
+			ma_fail_errno(e, err, "fsync %s", pend[i].host);
+			for (size_t k = 0; k < n; k++)
+				pending_drop(&pend[k]);
+			return -1;
+		}
+	/* renames in the order of first write: the journal (written before the files it names) first */
+	for (i = 0; i < n; i++) {
+		if (rename(pend[i].tmp, pend[i].host) != 0) {
+			int err = errno;
+			ma_fail_errno(e, err, "rename into %s", pend[i].host);
+			for (size_t k = i; k < n; k++)
+				pending_drop(&pend[k]);
+			return -1;
+		}
+		close(pend[i].fd);
+		MA_HOOK_MUTATION("write", pend[i].host);
+	}
+	/* each directory once, in the order the renames touched them */
+	for (i = 0; i < n; i++) {
+		char dir[MA_PATH_MAX], seen[MA_PATH_MAX];
+		dir_of(pend[i].host, dir, sizeof dir);
+		int dup = 0;
+		for (size_t k = 0; k < i && !dup; k++) {
+			dir_of(pend[k].host, seen, sizeof seen);
+			dup = !strcmp(seen, dir);
+		}
+		if (!dup && fsync_dir(dir, e))
+			return -1;
+	}
+	return 0;
+}
+
+int ma_fs_group_end(ma_err *e)
+{
+	group_on = 0;
+	return ma_fs_group_commit(e);
+}
+
 static int write_host(const char *host, const void *data, size_t len, mode_t mode, ma_err *e)
 {
 	char dir[MA_PATH_MAX], tmp[MA_PATH_MAX];
@@ -161,6 +257,28 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 		p += w;
 		left -= (size_t)w;
 	}
+	if (group_on) {
+		struct pending *p = pending_find(host);
+		if (p) { /* rewritten: the newest bytes take the place of the first write */
+			pending_drop(p);
+		} else {
+			if (npend == GROUP_MAX && ma_fs_group_commit(e)) {
+				close(fd);
+				unlink(tmp);
+				return -1;
+			}
+			if (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend))) {
+				close(fd);
+				unlink(tmp);
+				return ma_fail(e, "out of memory writing %s", host);
+			}
+			p = &pend[npend++];
+			snprintf(p->host, sizeof p->host, "%s", host);
+		}
+		snprintf(p->tmp, sizeof p->tmp, "%s", tmp);
+		p->fd = fd;
+		return 0;
+	}
 	if (fsync(fd) != 0) {
 		int err = errno;
 		close(fd);
@@ -185,7 +303,8 @@ int ma_fs_write(const char *root, const char *path, const void *data, size_t len
 	char host[MA_PATH_MAX];
 	if (ma_fs_resolve(root, path, host, sizeof host, e))
 		return -1;
-	if (same_content(host, data, len, mode)) {
+	struct pending *p = pending_find(host);
+	if (same_content(p ? p->tmp : host, data, len, mode)) {
 		if (changed)
 			*changed = 0;
 		return 0;
@@ -305,6 +424,9 @@ int ma_fs_read(const char *root, const char *path, char **data, size_t *len, ma_
 	char host[MA_PATH_MAX];
 	if (ma_fs_resolve(root, path, host, sizeof host, e))
 		return -1;
+	struct pending *p = pending_find(host);
+	if (p) /* this run's own write, not yet renamed: read it from its temp file */
+		return read_host(p->tmp, data, len, e);
 	return read_host(host, data, len, e);
 }
 
@@ -314,7 +436,7 @@ int ma_fs_exists(const char *root, const char *path, ma_err *e)
 	struct stat st;
 	if (ma_fs_resolve(root, path, host, sizeof host, e))
 		return -1;
-	if (lstat(host, &st) == 0)
+	if (pending_find(host) || lstat(host, &st) == 0)
 		return 1;
 	if (errno == ENOENT || errno == ENOTDIR)
 		return 0;

@@ -27,9 +27,19 @@ function M:digest(path, ctx)
   return encoding.sha256_hex(util.canon { phase = path, inputs = ctx.inputs })
 end
 
+-- Done with these inputs, and every file it recorded is on disk with the content this phase or the
+-- newest write of it recorded (a later phase may rewrite a file): a journal renamed ahead of its
+-- phase's files (a crash inside a group commit) runs the phase again.
 function M:done(path, digest)
   local e = self.data.phases[path]
-  return e ~= nil and e.digest == digest
+  if e == nil or e.digest ~= digest then return false end
+  local newest = self.data.written or {}
+  for file, sum in pairs(e.artifacts or {}) do
+    local data = fs.read(file)
+    local have = data and encoding.sha256_hex(data)
+    if have ~= sum and have ~= newest[file] then return false end
+  end
+  return true
 end
 
 function M:save()

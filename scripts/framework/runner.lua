@@ -6,6 +6,7 @@ local errors = require "framework.errors"
 local context = require "framework.context"
 local log = require "framework.log"
 local core = require "moonadm.core"
+local fs = require "moonadm.fs"
 
 local M = {}
 
@@ -162,9 +163,8 @@ local function data_keys(ctx)
 end
 M.data_keys, M.undeclared_data = data_keys, undeclared_data
 
--- Runs the selected nodes. opts: {journal = journal or nil, resume = bool}.
--- Returns true | nil, err (err is an errors object or string, already wrapped with the phase name).
-function M.execute(nodes, ctx, opts)
+-- Runs the selected nodes (M.execute's body).
+local function execute_nodes(nodes, ctx, opts)
   opts = opts or {}
   local journal = opts.journal
   -- A phase's prepare(ctx, selected) gets the names of its children that will run (the runner's
@@ -256,6 +256,22 @@ function M.execute(nodes, ctx, opts)
     end
   end
   return true
+end
+
+-- Runs the selected nodes. opts: {journal = journal or nil, resume = bool}.
+-- Returns true | nil, err (err is an errors object or string, already wrapped with the phase name).
+-- The run's file writes form one group (moonadm.fs group commit): made durable together whenever
+-- something outside could look (a process, an API or etcd call, a wait: the bindings commit
+-- first) and at the end, in one journal commit instead of two fsyncs per file. The journal is the
+-- group's first file, renamed first: a crash mid-commit leaves it naming phases whose files did
+-- not land, which --resume runs again (journal:done checks each recorded file on disk).
+function M.execute(nodes, ctx, opts)
+  fs.group_begin()
+  local r = table.pack(pcall(execute_nodes, nodes, ctx, opts))
+  local cok, cerr = fs.group_end()
+  if not r[1] then error(r[2], 0) end
+  if not cok and r[2] then return nil, ("making the run's files durable failed: %s"):format(cerr) end
+  return table.unpack(r, 2, r.n)
 end
 
 -- Resolve, select, check and execute: the whole of `moonadm init` (or any flow).

@@ -1,0 +1,62 @@
+/* Pending writes (engine/fs.h's group commit) are made durable and visible before anything
+ * another process, or a later file operation, could observe: every function of a guarded module
+ * table first commits the group, and so do the Lua library calls that start processes or touch
+ * files by path (os.execute, io.popen, io.open, os.remove, os.rename, os.exit). */
+#include "bindings.h"
+#include "fs.h"
+
+#include <string.h>
+
+void ma_commit_or_raise(lua_State *L)
+{
+	ma_err e = {0};
+	if (ma_fs_group_commit(&e))
+		luaL_error(L, "making this run's file writes durable failed: %s", e.msg);
+}
+
+static int guarded(lua_State *L)
+{
+	ma_commit_or_raise(L);
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+	return lua_gettop(L);
+}
+
+static int listed(const char *name, const char *const *names)
+{
+	for (; names && *names; names++)
+		if (!strcmp(name, *names))
+			return 1;
+	return 0;
+}
+
+void ma_guard_table(lua_State *L, int idx, const char *const *only, const char *const *except)
+{
+	idx = lua_absindex(L, idx);
+	lua_pushnil(L);
+	while (lua_next(L, idx)) { /* key, value */
+		if (lua_type(L, -2) == LUA_TSTRING && lua_iscfunction(L, -1)) {
+			const char *k = lua_tostring(L, -2);
+			if ((!only || listed(k, only)) && !listed(k, except)) {
+				lua_pushcclosure(L, guarded, 1); /* key, guarded(value) */
+				lua_pushvalue(L, -2);
+				lua_insert(L, -2);
+				lua_rawset(L, idx); /* replacing an existing key's value during lua_next is allowed */
+				continue;
+			}
+		}
+		lua_pop(L, 1);
+	}
+}
+
+void ma_guard_stdlib(lua_State *L)
+{
+	static const char *const os_fns[] = {"execute", "remove", "rename", "exit", NULL};
+	static const char *const io_fns[] = {"popen", "open", "lines", NULL};
+	lua_getglobal(L, "os");
+	ma_guard_table(L, -1, os_fns, NULL);
+	lua_getglobal(L, "io");
+	ma_guard_table(L, -1, io_fns, NULL);
+	lua_pop(L, 2);
+}
