@@ -48,12 +48,14 @@ local function need_root()
 end
 
 -- The binds that make a node's root appear at the canonical paths for a command run "on" it.
--- /var/lib/moonadm is the node's journal: each node has its own, as each machine would.
-local NODE_DIRS <const> = { "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/moonadm" }
+-- /var/lib/moonadm is the node's journal: each node has its own, as each machine would;
+-- /var/lib/moonadm-lab holds the node's kubelet stand-in status (what reset waits on).
+local NODE_DIRS <const> = { "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/moonadm",
+  "/var/lib/moonadm-lab" }
 -- Each with the mode kubeadm gives it when it makes it (kubeconfig dir 0755, kubelet and etcd data 0700),
 -- moonadm's journal dir 0700, the dirs above them 0755.
 local NODE_DIR_MODES <const> = { ["/etc/kubernetes"] = "0755", ["/var/lib/kubelet"] = "0700",
-  ["/var/lib/etcd"] = "0700", ["/var/lib/moonadm"] = "0700" }
+  ["/var/lib/etcd"] = "0700", ["/var/lib/moonadm"] = "0700", ["/var/lib/moonadm-lab"] = "0755" }
 
 local function node_dir(root, d, mode)
   local parent = d:match("^(.*)/[^/]*$")

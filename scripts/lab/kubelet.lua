@@ -67,7 +67,7 @@ function Kubelet:stop_pod(pod, why)
   for _, c in ipairs(pod.containers) do
     if c.pid then
       proc.signal(c.pid, "TERM")
-      self.stopping[#self.stopping + 1] = { pid = c.pid, deadline = core.monotonic() + STOP_GRACE }
+      self.stopping[#self.stopping + 1] = { pid = c.pid, pod = pod.full_name, deadline = core.monotonic() + STOP_GRACE }
       log("pod %s: stopping container %s (pid %d): %s", pod.name, c.name, c.pid, why)
       pids[#pids + 1] = c.pid
       c.pid = nil
@@ -178,7 +178,11 @@ function Kubelet:write_status()
     end
   end
   table.sort(list, function(a, b) return a.pod < b.pod end)
-  local text = cjson.encode { node = self.node_name, pid = core.getpid(), pods = list }
+  -- containers of removed pods still in their grace period: what a reset removes by force
+  local stopping = {}
+  for _, s in ipairs(self.stopping) do stopping[#stopping + 1] = { pod = s.pod, pid = s.pid } end
+  local text = cjson.encode { node = self.node_name, pid = core.getpid(), pods = list,
+    stopping = #stopping > 0 and stopping or nil }
   if text ~= self.last_status then
     fs.mkdir("/var/lib/moonadm-lab", "0755")
     fs.write(STATUS, text, "0644")
@@ -230,18 +234,17 @@ function Kubelet:run(opts)
   self:serve_healthz(opts.healthz_port or 10248)
   if opts.api then self.api = opts.api(self) end
   local tick = uv.new_timer()
-  local n = 0
   tick:start(0, 200, function()
     local ok, err = pcall(function()
-      n = n + 1
       -- Pods first, every tick: the API side's calls can block for seconds while the local
       -- apiserver starts, and a new manifest must not wait for them.
       self:sync_manifests()
       self:reap()
+      self:write_status() -- before the API side, which can block: a reset waits on this file
       if self.api then self.api:tick() end
       self:sync_manifests()
       self:reap()
-      if n % 5 == 0 then self:write_status() end
+      self:write_status() -- every tick (written only when it changed): a reset waits on it
     end)
     if not ok then log("sync error: %s", tostring(err)) end
   end)

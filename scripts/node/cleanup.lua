@@ -115,9 +115,9 @@ function M.remove_manifests(ctx, rt, opts)
   log.info("[reset] Removed the static pod manifests %s", clean.list_text(files))
   if rt.name == "lab" or wait.status_pods() then
     local t0 = core.monotonic()
-    local wopts = opts and opts.wait
+    local wopts = setmetatable({ force = true }, { __index = opts and opts.wait })
     log.info("[reset] Waiting for the control plane components to stop. This can take up to %s",
-      duration.format_seconds((wopts and wopts.timeout) or wait.TIMEOUT))
+      duration.format_seconds(wopts.timeout or wait.TIMEOUT))
     local ok, still = wait.until_stopped(names, wopts)
     if ok then
       log.info("[reset] The static pods stopped after %s", duration.format_seconds(core.monotonic() - t0))

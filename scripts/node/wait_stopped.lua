@@ -3,6 +3,9 @@
 -- file (/var/lib/moonadm-lab/kubelet-status.json under the root, when this process sees it) lists
 -- no pods, or else when the components' ports stop answering on 127.0.0.1 of this node's network
 -- namespace. On a real node, waiting for the containers through the CRI is out of scope.
+-- A reset does not sit out the stand-in's grace period (TERM, KILL after 10 s: a kube-apiserver and
+-- etcd holding each other's streams take all of it): as kubeadm's reset removes the pods through
+-- the CRI, which kills them, it kills the containers the status lists as stopping (opts.force).
 local cjson = require "cjson"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
@@ -34,23 +37,31 @@ function M.port_answers(host, port, timeout_ms)
 end
 
 -- The stand-in's status, when its file is under the root and its process is alive: the list of
--- pods it still runs (names). nil when there is no live stand-in status to go by.
+-- pods it still runs or still stops (names), and the PIDs of the containers it is stopping. nil
+-- when there is no live stand-in status to go by.
 function M.status_pods(read)
   local text = (read or fs.read)(M.STATUS)
   if not text then return nil end
   local ok, st = pcall(cjson.decode, text)
   if not ok or type(st) ~= "table" then return nil end
   if type(st.pid) == "number" and not proc.alive(math.tointeger(st.pid)) then return nil end
-  local pods, seen = {}, {}
-  for _, p in ipairs(type(st.pods) == "table" and st.pods or {}) do
-    if type(p) == "table" and p.pod and not seen[p.pod] then seen[p.pod] = true; pods[#pods + 1] = p.pod end
+  local pods, seen, stopping = {}, {}, {}
+  local function add(p)
+    if type(p) == "table" and type(p.pod) == "string" and not seen[p.pod] then seen[p.pod] = true; pods[#pods + 1] = p.pod end
   end
-  return pods
+  for _, p in ipairs(type(st.pods) == "table" and st.pods or {}) do add(p) end
+  for _, s in ipairs(type(st.stopping) == "table" and st.stopping or {}) do
+    add(s)
+    local pid = type(s) == "table" and math.tointeger(s.pid)
+    if pid and pid > 1 then stopping[#stopping + 1] = pid end
+  end
+  return pods, stopping
 end
 
 -- Waits until the components stopped. names: manifest names (kube-apiserver, etcd, ...) that were
 -- removed; ports: their ports (default M.PORTS). opts: {timeout, interval, probe = fn(port) -> bool,
--- status = fn() -> pods|nil, sleep, clock}. Returns true, how ("status" | "ports") | nil, what still runs.
+-- status = fn() -> pods|nil, stopping pids, force = bool, kill = fn(pid), sleep, clock}. Returns true,
+-- how ("status" | "ports") | nil, what still runs.
 function M.until_stopped(names, opts)
   opts = opts or {}
   local ports = {}
@@ -62,12 +73,17 @@ function M.until_stopped(names, opts)
   local status = opts.status or M.status_pods
   local sleep, clock = opts.sleep or core.sleep, opts.clock or core.monotonic
   local deadline = clock() + (opts.timeout or M.TIMEOUT)
+  local kill = opts.kill or function(pid) proc.signal(pid, "KILL") end
+  local killed = {}
   local still
   while true do
-    local pods = status()
+    local pods, stopping = status()
     local how
     if pods then
       how, still = "status", pods
+      for _, pid in ipairs(opts.force and stopping or {}) do
+        if not killed[pid] then killed[pid] = true; kill(pid) end
+      end
     else
       how, still = "ports", {}
       for _, p in ipairs(ports) do

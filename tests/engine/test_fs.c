@@ -55,6 +55,54 @@ static void test_write_modes(void)
 	CHECK(system(cmd) == 0, "only the file itself in %s", dir);
 }
 
+/* Group commit: pending files are invisible at their paths (the old bytes stay) but read and
+ * exist for this process, carry their final mode from the start, and land together at the commit,
+ * in first-write order, with no temp file left; a rewrite keeps one pending entry. */
+static void test_group_commit(void)
+{
+	ma_err e;
+	char host[MA_PATH_MAX], *data;
+	size_t len;
+	int changed;
+	struct stat st;
+	CHECK(ma_fs_write(root, "/g/old.conf", "v1", 2, 0644, NULL, &e) == 0, "%s", e.msg);
+	ma_fs_group_begin();
+	CHECK(ma_fs_group_active(), "group on");
+	CHECK(ma_fs_write(root, "/g/pki/k.key", "key", 3, 0600, &changed, &e) == 0 && changed == 1, "%s", e.msg);
+	CHECK(ma_fs_write(root, "/g/old.conf", "v2", 2, 0644, &changed, &e) == 0 && changed == 1, "%s", e.msg);
+	CHECK(ma_fs_write(root, "/g/old.conf", "v3", 2, 0644, &changed, &e) == 0 && changed == 1, "%s", e.msg);
+	CHECK(ma_fs_write(root, "/g/old.conf", "v3", 2, 0644, &changed, &e) == 0 && changed == 0, "same pending bytes");
+	ma_fs_resolve(root, "/g/pki/k.key", host, sizeof host, &e);
+	CHECK(stat(host, &st) != 0 && errno == ENOENT, "a pending file is not at its path before the commit");
+	ma_fs_resolve(root, "/g/old.conf", host, sizeof host, &e);
+	FILE *f = fopen(host, "r");
+	char buf[8] = "";
+	CHECK(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "v1"), "the old bytes stay until the commit: %s", buf);
+	if (f) fclose(f);
+	CHECK(ma_fs_exists(root, "/g/pki/k.key", &e) == 1, "pending file exists for this process");
+	CHECK(ma_fs_read(root, "/g/old.conf", &data, &len, &e) == 0 && len == 2 && !strcmp(data, "v3"), "read sees v3");
+	free(data);
+	char dir[MA_PATH_MAX], cmd[3 * MA_PATH_MAX];
+	ma_fs_resolve(root, "/g", dir, sizeof dir, &e);
+	/* one temp per pending file, already 0600 for the key */
+	snprintf(cmd, sizeof cmd, "test $(ls -A %s | grep -c '^\\.old\\.conf\\.tmp-') -eq 1 && "
+		 "test \"$(stat -c %%a %s/pki/.k.key.tmp-*)\" = 600", dir, dir);
+	CHECK(system(cmd) == 0, "pending temps: %s", cmd);
+	CHECK(ma_fs_group_end(&e) == 0, "%s", e.msg);
+	CHECK(!ma_fs_group_active(), "group off");
+	CHECK(ma_fs_read(root, "/g/old.conf", &data, &len, &e) == 0 && !strcmp(data, "v3"), "committed");
+	free(data);
+	ma_fs_resolve(root, "/g/pki/k.key", host, sizeof host, &e);
+	CHECK(stat(host, &st) == 0 && (st.st_mode & 07777) == 0600, "key committed 0600");
+	snprintf(cmd, sizeof cmd, "test -z \"$(find %s -name '.*.tmp-*')\"", dir);
+	CHECK(system(cmd) == 0, "no temp file left after the commit");
+	CHECK(ma_fs_group_commit(&e) == 0, "an empty commit is a no-op");
+	/* outside a group, writes land at once again */
+	CHECK(ma_fs_write(root, "/g/now", "x", 1, 0644, NULL, &e) == 0, "%s", e.msg);
+	ma_fs_resolve(root, "/g/now", host, sizeof host, &e);
+	CHECK(stat(host, &st) == 0, "immediate write");
+}
+
 static void test_errors(void)
 {
 	ma_err e;
@@ -246,6 +294,7 @@ int main(void)
 		return 1;
 	RUN(test_resolve);
 	RUN(test_write_modes);
+	RUN(test_group_commit);
 	RUN(test_errors);
 	RUN(test_mkdir_remove_copy);
 	RUN(test_lock);
