@@ -616,7 +616,20 @@ static int is_temp_name(const char *name)
 	return 1;
 }
 
-static int clean_temps_host(const char *host, int depth, time_t before, int *removed, ma_err *e)
+/* This process's start (wall clock): a temp file written before it is no writer of ours, and a live
+ * writer of another process holds its flock (taken the moment after mkostemp). Captured before main. */
+static struct timespec process_start;
+__attribute__((constructor)) static void note_process_start(void)
+{
+	clock_gettime(CLOCK_REALTIME, &process_start);
+}
+
+static int older(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static int clean_temps_host(const char *host, int depth, const struct timespec *before, int *removed, ma_err *e)
 {
 	DIR *d = opendir(host);
 	if (!d) {
@@ -640,7 +653,7 @@ static int clean_temps_host(const char *host, int depth, time_t before, int *rem
 				rc = clean_temps_host(child, depth - 1, before, removed, e);
 			continue;
 		}
-		if (!S_ISREG(st.st_mode) || !is_temp_name(de->d_name) || st.st_mtime >= before)
+		if (!S_ISREG(st.st_mode) || !is_temp_name(de->d_name) || !older(&st.st_mtim, before))
 			continue;
 		int fd = open(child, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0)
@@ -664,5 +677,5 @@ int ma_fs_clean_temps(const char *root, const char *dir, int depth, int *removed
 		return -1;
 	if (removed)
 		*removed = 0;
-	return clean_temps_host(host, depth, time(NULL), removed, e);
+	return clean_temps_host(host, depth, &process_start, removed, e);
 }

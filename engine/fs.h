@@ -67,7 +67,8 @@ void ma_fs_unlock(const char *root, const char *path, int fd);
 /* Removes the temp files of atomic writes (".NAME.tmp-XXXXXX", see ma_fs_write) that a killed run
  * left in `dir` and, down to `depth` levels, its subdirectories (symlinks are not followed). A temp
  * file is removed only when no live writer holds it (each writer keeps an flock on its temp file
- * until the rename) and it dates from an earlier second than the call. *removed (if not NULL)
+ * until the rename) and it was last written before this process started (a killed run's group
+ * commit leaves the temps it had not renamed yet; the run that resumes it removes them at once). *removed (if not NULL)
  * counts them. A missing dir is not an error. */
 int ma_fs_clean_temps(const char *root, const char *dir, int depth, int *removed, ma_err *e);
 

@@ -1,9 +1,10 @@
 -- The kubeadm.k8s.io/v1beta4 configuration: `require "config"`.
+local lazy = require "framework.lazy"
 local yaml <const> = require "moonadm.yaml"
 local C <const> = require "config.constants"
 local load <const> = require "config.load"
 local gates <const> = require "config.gates"
-local print_ <const> = require "config.print"
+local print_ <const> = lazy.require "config.print"
 local duration <const> = require "config.duration"
 local defaults <const> = require "config.defaults"
 

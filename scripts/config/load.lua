@@ -1,12 +1,13 @@
 -- Loading a configuration: read the --config files, sort their documents by kind, check
 -- them, convert v1beta3, merge flags, default, validate.
+local lazy = require "framework.lazy"
 local yaml <const> = require "moonadm.yaml"
 local fs <const> = require "moonadm.fs"
 local C <const> = require "config.constants"
 local schema <const> = require "config.schema"
 local report <const> = require "config.report"
 local decode <const> = require "config.decode"
-local v1beta3 <const> = require "config.v1beta3"
+local v1beta3 <const> = lazy.require "config.v1beta3"
 local flags <const> = require "config.flags"
 local defaults <const> = require "config.defaults"
 local validate <const> = require "config.validate"

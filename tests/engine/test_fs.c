@@ -176,6 +176,8 @@ static void touch_old(const char *host, const char *data, time_t age)
 		fputs(data, f);
 		fclose(f);
 	}
+	if (!age) /* written now, after this process started: a live run's */
+		return;
 	struct utimbuf t = {time(NULL) - age, time(NULL) - age};
 	utime(host, &t);
 }

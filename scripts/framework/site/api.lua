@@ -9,8 +9,9 @@
 --   or a kubeconfig path under the root.
 -- Clients are kube.client objects (get, list, create, update, patch, apply, delete,
 -- create_or_update, get_or_create, watch). Under --dry-run every call fails loudly instead.
-local capi = require "cluster.api"
-local cadmin = require "cluster.admin"
+local lazy = require "framework.lazy"
+local capi = lazy.require "cluster.api"
+local cadmin = lazy.require "cluster.admin"
 local log = require "framework.log"
 
 local M = {}

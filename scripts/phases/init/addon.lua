@@ -1,6 +1,7 @@
 -- init phase "addon": Install required addons for passing conformance tests.
 -- CoreDNS and kube-proxy as kubeadm creates them (scripts/cluster/addons.lua).
-local cluster_addons = require "cluster.addons"
+local lazy = require "framework.lazy"
+local cluster_addons = lazy.require "cluster.addons"
 
 return {
   name = "addon",

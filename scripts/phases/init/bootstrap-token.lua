@@ -1,6 +1,7 @@
 -- init phase "bootstrap-token": Generates bootstrap tokens used to join a node to a cluster.
 -- Token Secrets, RBAC, cluster-info (scripts/cluster/tokens.lua).
-local cluster_tokens = require "cluster.tokens"
+local lazy = require "framework.lazy"
+local cluster_tokens = lazy.require "cluster.tokens"
 
 return {
   name = "bootstrap-token",

@@ -3,8 +3,9 @@
 -- tree, so a bad tree fails before any file is written: the first sub-phase reports it) and
 -- generates all the keys they need at once, in parallel (pki/tree.lua); each sub-phase then
 -- re-checks its own certificate on disk and writes it.
-local certlist = require "pki.certlist"
-local tree = require "pki.tree"
+local lazy = require "framework.lazy"
+local certlist = lazy.require "pki.certlist"
+local tree = lazy.require "pki.tree"
 
 -- The selected sub-phases' certificates, in the tree's order.
 local function prepare(ctx, selected)

@@ -1,7 +1,8 @@
 -- init phase "control-plane": Generate all static Pod manifest files necessary to establish the control plane.
 -- Each subphase builds its component's Pod from the configuration (scripts/manifests/), applies the
 -- user's patches and writes /etc/kubernetes/manifests/<component>.yaml (0600) atomically.
-local manifests = require "manifests"
+local lazy = require "framework.lazy"
+local manifests = lazy.require "manifests"
 
 local function create(component)
   return function(ctx) manifests.create_logged(ctx, component) end

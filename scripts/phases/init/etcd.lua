@@ -1,9 +1,10 @@
 -- init phase "etcd": Generate static Pod manifest file for local etcd.
 -- Creates the data dir (0700) and writes /etc/kubernetes/manifests/etcd.yaml; with external etcd
 -- it only says so, as kubeadm does.
+local lazy = require "framework.lazy"
 local log = require "framework.log"
-local manifests = require "manifests"
-local manifests_etcd = require "manifests.etcd"
+local manifests = lazy.require "manifests"
+local manifests_etcd = lazy.require "manifests.etcd"
 
 local function run_local(ctx)
   local etcd = ctx.cfg.cluster.etcd or {}

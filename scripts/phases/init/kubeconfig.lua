@@ -1,7 +1,8 @@
 -- init phase "kubeconfig": Generate all kubeconfig files necessary to establish the control plane
 -- and the admin kubeconfig file. As in "certs", the parent's prepare checks every file the runner
 -- selected and generates the client keys in parallel before any sub-phase writes (pki/kubeconfigs.lua).
-local kubeconfig = require "pki.kubeconfigs"
+local lazy = require "framework.lazy"
+local kubeconfig = lazy.require "pki.kubeconfigs"
 
 -- The selected sub-phases' files, in the list's order.
 local function prepare(ctx, selected)

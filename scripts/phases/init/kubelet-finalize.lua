@@ -1,6 +1,7 @@
 -- init phase "kubelet-finalize": Updates settings relevant to the kubelet after TLS bootstrap.
 -- kubelet.conf switched to the rotating client certificate (scripts/cluster/kubelet_finalize.lua).
-local kubelet_finalize = require "cluster.kubelet_finalize"
+local lazy = require "framework.lazy"
+local kubelet_finalize = lazy.require "cluster.kubelet_finalize"
 
 return {
   name = "kubelet-finalize",

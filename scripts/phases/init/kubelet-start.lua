@@ -1,8 +1,9 @@
 -- init phase "kubelet-start": Write kubelet settings and (re)start the kubelet.
 -- Stops the kubelet (through the node runtime), writes kubeadm-flags.env, instance-config.yaml
 -- (NodeLocalCRISocket) and config.yaml, then starts it again — as kubeadm's runKubeletStart.
-local kubelet = require "kubelet"
-local runtime = require "runtime"
+local lazy = require "framework.lazy"
+local kubelet = lazy.require "kubelet"
+local runtime = lazy.require "runtime"
 
 return {
   name = "kubelet-start",

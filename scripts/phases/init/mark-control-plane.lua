@@ -1,6 +1,7 @@
 -- init phase "mark-control-plane": Mark a node as a control-plane.
 -- Labels and taints this node once the kubelet registered it (scripts/cluster/node.lua).
-local cluster_node = require "cluster.node"
+local lazy = require "framework.lazy"
+local cluster_node = lazy.require "cluster.node"
 
 return {
   name = "mark-control-plane",

@@ -4,9 +4,10 @@
 -- (FileExisting-*), Hostname, KubeletVersion, Port-10250, Swap, and for local etcd Port-2379,
 -- Port-2380, DirAvailable--var-lib-etcd; on a node with a runtime CRI, ContainerRuntimeVersion,
 -- SystemVerification, Service-kubelet, then ImagePull. See scripts/node/preflight.lua and docs/manifests.md.
-local preflight = require "node.preflight"
+local lazy = require "framework.lazy"
+local preflight = lazy.require "node.preflight"
 local log = require "framework.log"
-local nodeview = require "node.view"
+local nodeview = lazy.require "node.view"
 
 return {
   name = "preflight",

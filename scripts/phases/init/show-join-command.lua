@@ -1,6 +1,7 @@
 -- init phase "show-join-command": Show the join command for control-plane and worker node.
 -- The join commands with the CA hash (scripts/cluster/join_command.lua, scripts/cluster/show_join.lua).
-local show_join = require "cluster.show_join"
+local lazy = require "framework.lazy"
+local show_join = lazy.require "cluster.show_join"
 
 return {
   name = "show-join-command",

@@ -1,6 +1,7 @@
 -- init phase "upload-certs": Upload certificates to kubeadm-certs.
 -- Only with --upload-certs (scripts/cluster/certs_upload.lua).
-local certs_upload = require "cluster.certs_upload"
+local lazy = require "framework.lazy"
+local certs_upload = lazy.require "cluster.certs_upload"
 
 return {
   name = "upload-certs",

@@ -1,6 +1,7 @@
 -- init phase "upload-config": Upload the kubeadm and kubelet configuration to a ConfigMap.
 -- kubeadm-config, kubelet-config and their RBAC (scripts/cluster/upload_config.lua).
-local upload_config = require "cluster.upload_config"
+local lazy = require "framework.lazy"
+local upload_config = lazy.require "cluster.upload_config"
 
 return {
   name = "upload-config",

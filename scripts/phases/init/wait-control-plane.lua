@@ -1,6 +1,7 @@
 -- init phase "wait-control-plane": Wait for the control plane to start.
 -- kubelet healthz, then every component health endpoint (scripts/cluster/wait.lua).
-local cluster_wait = require "cluster.wait"
+local lazy = require "framework.lazy"
+local cluster_wait = lazy.require "cluster.wait"
 
 return {
   name = "wait-control-plane",

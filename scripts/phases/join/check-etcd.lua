@@ -1,5 +1,6 @@
 -- join phase "check-etcd": Check that the local etcd is healthy.
-local join = require "etcd.join"
+local lazy = require "framework.lazy"
+local join = lazy.require "etcd.join"
 return {
   name = "check-etcd",
   desc = "Check that the local etcd is healthy",

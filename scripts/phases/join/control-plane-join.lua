@@ -1,8 +1,9 @@
 -- join phase "control-plane-join": Join a machine as a control plane instance.
+local lazy = require "framework.lazy"
 local phase = require "framework.phase"
-local nodeview = require "node.view"
-local etcd_join = require "etcd.join"
-local cluster_node = require "cluster.node"
+local nodeview = lazy.require "node.view"
+local etcd_join = lazy.require "etcd.join"
+local cluster_node = lazy.require "cluster.node"
 
 return {
   name = "control-plane-join",

@@ -1,7 +1,8 @@
 -- join phase "control-plane-prepare": Prepare the machine for serving a control plane.
 -- Every child is a no-op for a worker.
-local cp = require "flows.join.control_plane"
-local nodeview = require "node.view"
+local lazy = require "framework.lazy"
+local cp = lazy.require "flows.join.control_plane"
+local nodeview = lazy.require "node.view"
 
 local function only_cp(f)
   return function(ctx)

@@ -1,5 +1,6 @@
 -- join phase "etcd-join": Join etcd for control plane nodes.
-local etcd_join = require "etcd.join"
+local lazy = require "framework.lazy"
+local etcd_join = lazy.require "etcd.join"
 return {
   name = "etcd-join",
   flags = { "apiserver-advertise-address", "config", "control-plane", "dry-run", "node-name", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)

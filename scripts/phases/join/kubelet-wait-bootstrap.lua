@@ -2,7 +2,8 @@
 -- For a control plane whose kubelet talks to its local kube-apiserver, that apiserver can only
 -- serve once the local etcd member exists: this phase requires it (KEP-4471), so a flow that
 -- waits first is refused before anything runs.
-local jk = require "kubelet.bootstrap"
+local lazy = require "framework.lazy"
+local jk = lazy.require "kubelet.bootstrap"
 
 return {
   name = "kubelet-wait-bootstrap",

@@ -3,10 +3,11 @@
 -- FileAvailable--etc-kubernetes-kubelet.conf, FileAvailable--etc-kubernetes-bootstrap-kubelet.conf,
 -- FileAvailable--etc-kubernetes-pki-ca.crt, the node checks (binaries, Hostname, KubeletVersion,
 -- Port-10250, Swap); a control-plane join adds the control-plane checks of init.
-local preflight = require "node.preflight"
+local lazy = require "framework.lazy"
+local preflight = lazy.require "node.preflight"
 local log = require "framework.log"
-local C = require "config.constants"
-local nodeview = require "node.view"
+local C = lazy.require "config.constants"
+local nodeview = lazy.require "node.view"
 
 return {
   name = "preflight",

@@ -1,8 +1,9 @@
 -- join phase "wait-control-plane": Wait for the control plane to start.
 -- A joining control plane waits for its own components (kube-apiserver on its advertise address),
 -- as kubeadm v1.35 does; a worker has none.
-local nodeview = require "node.view"
-local cluster_wait = require "cluster.wait"
+local lazy = require "framework.lazy"
+local nodeview = lazy.require "node.view"
+local cluster_wait = lazy.require "cluster.wait"
 
 return {
   name = "wait-control-plane",

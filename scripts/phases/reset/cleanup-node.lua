@@ -1,7 +1,8 @@
 -- reset phase "cleanup-node": scripts/node/cleanup.lua, with the node runtime of this run.
-local cleanup = require "node.cleanup"
-local data = require "flows.reset.data"
-local runtime = require "runtime"
+local lazy = require "framework.lazy"
+local cleanup = lazy.require "node.cleanup"
+local data = lazy.require "flows.reset.data"
+local runtime = lazy.require "runtime"
 
 return {
   name = "cleanup-node",

@@ -1,10 +1,11 @@
 -- reset phase "preflight": kubeadm's y/N confirmation unless --force (or ResetConfiguration force:
 -- true), refused outright when stdin is not a terminal (scripts/flows/reset/prompt.lua), then the root
 -- check (kubeadm's RunRootCheckOnly: IsPrivilegedUser, skipped under a --root other than /).
-local data = require "flows.reset.data"
+local lazy = require "framework.lazy"
+local data = lazy.require "flows.reset.data"
 local log = require "framework.log"
-local preflight = require "node.preflight"
-local prompt = require "flows.reset.prompt"
+local preflight = lazy.require "node.preflight"
+local prompt = lazy.require "flows.reset.prompt"
 
 return {
   name = "preflight",

@@ -6,9 +6,10 @@
 -- cluster, then through the local etcd), the phase fails before anything is stopped or deleted,
 -- naming what is at stake, unless --unsafe-wipe-etcd-data says to delete the data anyway
 -- (scripts/etcd/local_member.lua holds the logic).
-local data = require "flows.reset.data"
-local clean = require "node.clean"
-local etcd = require "etcd.local_member"
+local lazy = require "framework.lazy"
+local data = lazy.require "flows.reset.data"
+local clean = lazy.require "node.clean"
+local etcd = lazy.require "etcd.local_member"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 

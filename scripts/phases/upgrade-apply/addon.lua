@@ -1,6 +1,7 @@
 -- upgrade apply phase "addon": Upgrade the default kubeadm addons.
 -- CoreDNS and kube-proxy, once every control plane runs the new kube-apiserver (scripts/upgrade/addon.lua).
-local upgrade_addon = require "upgrade.addon"
+local lazy = require "framework.lazy"
+local upgrade_addon = lazy.require "upgrade.addon"
 return {
   name = "addon",
   flags = { "config", "dry-run", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)

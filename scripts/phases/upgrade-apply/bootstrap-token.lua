@@ -1,9 +1,10 @@
 -- upgrade apply phase "bootstrap-token": Configures bootstrap token and cluster-info RBAC rules.
 -- The same RBAC init creates (scripts/cluster/tokens.lua), re-applied; no token is created.
+local lazy = require "framework.lazy"
 local log = require "framework.log"
-local capi = require "cluster.api"
-local admin = require "cluster.admin"
-local cluster_tokens = require "cluster.tokens"
+local capi = lazy.require "cluster.api"
+local admin = lazy.require "cluster.admin"
+local cluster_tokens = lazy.require "cluster.tokens"
 
 local function run(ctx)
   local c = admin.client(ctx)

@@ -1,5 +1,6 @@
 -- upgrade apply phase "post-upgrade": Run post upgrade tasks.
-local upgrade_post = require "upgrade.post"
+local lazy = require "framework.lazy"
+local upgrade_post = lazy.require "upgrade.post"
 return {
   name = "post-upgrade",
   flags = { "config", "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)

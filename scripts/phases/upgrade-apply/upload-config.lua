@@ -1,6 +1,7 @@
 -- upgrade apply phase "upload-config": Upload the kubeadm and kubelet configurations to ConfigMaps.
 -- kubeadm-config without ClusterStatus, kubelet-config, cri-socket annotation removed (scripts/upgrade/upload_config.lua).
-local upload_config = require "upgrade.upload_config"
+local lazy = require "framework.lazy"
+local upload_config = lazy.require "upgrade.upload_config"
 return {
   name = "upload-config",
   flags = { "config", "dry-run", "kubeconfig" }, -- kubeadm's flags of this phase subcommand (help shows these)

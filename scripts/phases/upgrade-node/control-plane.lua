@@ -1,6 +1,7 @@
 -- upgrade node phase "control-plane": Upgrade the control plane instance deployed on this node, if any.
 -- As upgrade apply's (scripts/upgrade/control_plane.lua), to the version stored in kubeadm-config.
-local control_plane = require "upgrade.control_plane"
+local lazy = require "framework.lazy"
+local control_plane = lazy.require "upgrade.control_plane"
 return {
   name = "control-plane",
   flags = { "certificate-renewal", "config", "dry-run", "etcd-upgrade", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)

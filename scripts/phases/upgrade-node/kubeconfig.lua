@@ -1,6 +1,7 @@
 -- upgrade node phase "kubeconfig": Upgrade kubeconfig files for this node.
 -- kubelet.conf from the control-plane endpoint to the local API server on control planes (seed 000).
-local kubelet_conf = require "upgrade.kubelet_conf"
+local lazy = require "framework.lazy"
+local kubelet_conf = lazy.require "upgrade.kubelet_conf"
 return {
   name = "kubeconfig",
   desc = "Upgrade kubeconfig files for this node",

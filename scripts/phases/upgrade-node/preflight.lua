@@ -1,5 +1,6 @@
 -- upgrade node phase "preflight": Run upgrade node pre-flight checks.
-local upgrade_preflight = require "upgrade.preflight"
+local lazy = require "framework.lazy"
+local upgrade_preflight = lazy.require "upgrade.preflight"
 return {
   name = "preflight",
   flags = { "config", "ignore-preflight-errors" }, -- kubeadm's flags of this phase subcommand (help shows these)
