@@ -306,7 +306,7 @@ function L.section_lab()
   samples_row("lab", "init-engine-no-preflight", "one-node init, engine time without preflight", m.engine_nopre, nil,
     { moonadm_preflight = m.preflight })
   samples_row("lab", "reset-last-cp", "reset of the last control plane", m.reset, k.reset,
-    { note = "moonadm waits for the static pods to stop; kubeadm removes containers through the CRI (absent here) and does not wait" })
+    { note = "moonadm waits until the static pods stopped (the stand-in's stopping containers killed, as a CRI removal does); kubeadm removes containers through the CRI (absent here) and does not wait" })
   samples_row("lab", "readyz-notice", "wait sees apiserver after first /readyz 200", m.notice, nil,
     { note = "moonadm's 'kube-apiserver is healthy' event time minus the first 200 of an independent 10 ms /readyz poller; negative = moonadm saw /livez before /readyz was ready",
       moonadm_noticed_within = m.within })
@@ -316,12 +316,24 @@ function L.section_lab()
   if token and pin then
     local jm = join_config(name, "s1", cp1ip, token, pin)
     local jk = join_config(name, "s2", cp1ip, token, pin)
+    -- Both joins wait for the node's TLS bootstrap, which needs the controller-manager's CSR
+    -- approver: the init just before restarted it, so the first join (moonadm's) used to pay for its
+    -- leader election. Untimed: wait until it holds its lease, then a few seconds for its controllers.
+    local admin = lab_dir(name) .. "/admin.conf"
+    local deadline = core.monotonic() + 90
+    repeat
+      local _, lease = proc.run { argv = { C.TOP .. "/.lab/bin/kubectl", "--kubeconfig", admin, "get", "-n", "kube-system",
+        "lease", "kube-controller-manager", "-o", "jsonpath={.spec.holderIdentity}" } }
+      local held = lease and lease:match("%S")
+      if not held then core.sleep(0.5) end
+    until held or core.monotonic() > deadline
+    core.sleep(5)
     local c1, o1, t1 = exec(name, "s1", { "moonadm", "join", "--config", jm })
     local c2, o2, t2 = exec(name, "s2", { C.KUBEADM, "join", "--config", jk, "--ignore-preflight-errors=all" })
     if c1 ~= 0 then C.say("moonadm join s1 failed: %s", o1:sub(-600)) end
     if c2 ~= 0 then C.say("kubeadm join s2 failed: %s", o2:sub(-600)) end
     samples_row("lab", "worker-join", "worker join (one each)", c1 == 0 and { t1 } or nil, c2 == 0 and { t2 } or nil,
-      { note = "one sample each; kubeadm with --ignore-preflight-errors=all" })
+      { note = "one sample each, after the controller-manager holds its lease; kubeadm with --ignore-preflight-errors=all" })
   else
     C.skip("worker join", "could not read the token or CA of " .. name)
   end

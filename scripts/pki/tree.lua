@@ -62,6 +62,21 @@ function M.path(E, base, ext) return ("%s/%s.%s"):format(E.dir, base, ext) end
 
 local function read(E, p) return E.ctx:read(p) end
 
+-- A private key parsed from its PEM once per run: every leaf re-reads its CA from disk, and
+-- OpenSSL 3.0's decoders make each parse cost more than signing. Keyed by the exact text, so a
+-- rewritten file is parsed again.
+local function parse_key(E, pem)
+  local memo = E.ctx and E.ctx.data
+  local cache = memo and memo.pki_parsed or {}
+  if memo then memo.pki_parsed = cache end
+  local k = cache[pem]
+  if k then return k end
+  local err
+  k, err = pki.read_key(pem)
+  if k then cache[pem] = k end
+  return k, err
+end
+
 -- Each file is replaced atomically, a key and its certificate are not: a run killed between the two
 -- writes leaves the key alone. When the journal records that key as this engine's own write (same
 -- content), it is such a leftover, and the pair is generated again; any other lone key is refused.
@@ -105,7 +120,7 @@ function M.load_ca(E, c)
   if not info.is_ca then error(("certificate %s is not a CA"):format(crtp), 0) end
   check_period(c.base, info)
   if not key then return { state = "keyless", cert = cert, info = info, entry = c } end
-  local k, kerr = pki.read_key(key)
+  local k, kerr = parse_key(E, key)
   if not k then error(("failure loading %s key %s: %s"):format(c.name, keyp, kerr), 0) end
   local ok, merr = k:matches(cert)
   if not ok then error(("the CA key %s does not match the certificate %s: %s"):format(keyp, crtp, merr), 0) end
