@@ -202,6 +202,16 @@ out:
 }
 
 /* Random serial in [1, 2^63-2], as kubeadm's rand.Int(MaxInt64-1)+1. */
+/* X509_set_pubkey through a legacy copy of the key where there is one (engine/pki_legacy.c): the same
+ * SubjectPublicKeyInfo bytes, and the certificate keeps the key as its parsed public key. */
+static int set_pubkey(X509 *x, EVP_PKEY *pub)
+{
+	EVP_PKEY *l = ma_pki_legacy_copy(pub);
+	int ok = X509_set_pubkey(x, l ? l : pub);
+	EVP_PKEY_free(l);
+	return ok;
+}
+
 static int set_serial(X509 *x, ma_err *e)
 {
 	uint64_t v;
@@ -248,7 +258,7 @@ static X509 *build(const ma_pki_spec *s, const EVP_PKEY *pub, const X509 *ca, co
 	if (!(name = make_name(s, e))) goto fail;
 	if (!X509_set_subject_name(x, name) || !X509_set_issuer_name(x, ca ? X509_get_subject_name(ca) : name) ||
 	    !ASN1_TIME_set(X509_getm_notBefore(x), (time_t)nb) || !ASN1_TIME_set(X509_getm_notAfter(x), (time_t)na) ||
-	    !X509_set_pubkey(x, (EVP_PKEY *)pub)) {
+	    !set_pubkey(x, (EVP_PKEY *)pub)) {
 		ma_pki_sslfail(e, "certificate \"%s\": setting fields failed", cn);
 		goto fail;
 	}

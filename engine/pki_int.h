@@ -25,4 +25,11 @@ char *ma_pki_bio_take(BIO *b, size_t *len, ma_err *e);
 /* A new RSA key of exactly `bits` bits, e = 65537 (engine/pki_rsa.c: nettle/GMP). */
 EVP_PKEY *ma_pki_rsa_generate(unsigned bits, ma_err *e);
 
+/* engine/pki_legacy.c: OpenSSL 3.0's direct (legacy-structure) paths, NULL where they do not apply
+ * and the caller takes the generic one. A legacy copy of an RSA or EC key (its public half is set
+ * into a certificate without an encoder and a decoder), and a PKCS#1 or SEC1 private key block
+ * read without the decoders. */
+EVP_PKEY *ma_pki_legacy_copy(EVP_PKEY *k);
+EVP_PKEY *ma_pki_legacy_read_private(const ma_pem_block *b);
+
 #endif

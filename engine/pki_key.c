@@ -222,8 +222,9 @@ static EVP_PKEY *read_key(const char *pem, size_t len, int want_pub, ma_err *e)
 		}
 		BIO *bio = BIO_new_mem_buf(b.start, (int)b.len);
 		EVP_PKEY *k = NULL;
-		if (bio && priv) k = PEM_read_bio_PrivateKey(bio, NULL, nopass, NULL);
-		else if (bio) { /* PKIX or PKCS#1 public key: the decoders know both structures */
+		if (bio && priv) {
+			if (!(k = ma_pki_legacy_read_private(&b))) k = PEM_read_bio_PrivateKey(bio, NULL, nopass, NULL);
+		} else if (bio) { /* PKIX or PKCS#1 public key: the decoders know both structures */
 			OSSL_DECODER_CTX *d = OSSL_DECODER_CTX_new_for_pkey(&k, "PEM", NULL, NULL, EVP_PKEY_PUBLIC_KEY,
 									   NULL, NULL);
 			if (!d || !OSSL_DECODER_from_bio(d, bio)) k = NULL;
@@ -275,11 +276,13 @@ char *ma_pki_key_pem(const ma_pki_key *k, size_t *len, ma_err *e)
 	}
 	/* "traditional" = the type-specific structure: PKCS#1 for RSA, SEC1 for EC */
 	BIO *b = BIO_new(BIO_s_secmem());
+	EVP_PKEY *l = ma_pki_legacy_copy((EVP_PKEY *)k); /* the same bytes, without an encoder */
 	char *out = NULL;
-	if (!b || !PEM_write_bio_PrivateKey_traditional(b, (EVP_PKEY *)k, NULL, NULL, 0, NULL, NULL))
+	if (!b || !PEM_write_bio_PrivateKey_traditional(b, l ? l : (EVP_PKEY *)k, NULL, NULL, 0, NULL, NULL))
 		ma_pki_sslfail(e, "encoding the private key failed");
 	else
 		out = ma_pki_bio_take(b, len, e);
+	EVP_PKEY_free(l);
 	BIO_free(b);
 	return out;
 }

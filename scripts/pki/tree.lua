@@ -62,20 +62,30 @@ function M.path(E, base, ext) return ("%s/%s.%s"):format(E.dir, base, ext) end
 
 local function read(E, p) return E.ctx:read(p) end
 
--- A private key parsed from its PEM once per run: every leaf re-reads its CA from disk, and
+-- A key or certificate parsed from its PEM once per run: every leaf re-reads its CA from disk, and
 -- OpenSSL 3.0's decoders make each parse cost more than signing. Keyed by the exact text, so a
--- rewritten file is parsed again.
-local function parse_key(E, pem)
+-- rewritten file is parsed again; what this run writes is known without a parse (remember).
+local function parsed(E)
   local memo = E.ctx and E.ctx.data
   local cache = memo and memo.pki_parsed or {}
   if memo then memo.pki_parsed = cache end
-  local k = cache[pem]
-  if k then return k end
-  local err
-  k, err = pki.read_key(pem)
-  if k then cache[pem] = k end
-  return k, err
+  return cache
 end
+
+local function parse(E, pem, read_fn)
+  local cache = parsed(E)
+  local v = cache[pem]
+  if v then return v end
+  local err
+  v, err = read_fn(pem)
+  if v then cache[pem] = v end
+  return v, err
+end
+
+local function parse_key(E, pem) return parse(E, pem, pki.read_key) end
+local function parse_cert(E, pem) return parse(E, pem, pki.read_cert) end
+
+local function remember(E, pem, obj) parsed(E)[pem] = obj end
 
 -- Each file is replaced atomically, a key and its certificate are not: a run killed between the two
 -- writes leaves the key alone. When the journal records that key as this engine's own write (same
@@ -114,7 +124,7 @@ function M.load_ca(E, c)
     end
     return { state = "missing", entry = c }
   end
-  local cert, err = pki.read_cert(crt)
+  local cert, err = parse_cert(E, crt)
   if not cert then error(("failure loading %s certificate %s: %s"):format(c.name, crtp, err), 0) end
   local info = cert:info()
   if not info.is_ca then error(("certificate %s is not a CA"):format(crtp), 0) end
@@ -263,9 +273,11 @@ end
 
 -- Writes key then certificate (each atomically).
 function M.write_pair(E, base, key, cert)
-  local kpem = assert(key:pem())
+  local kpem, cpem = assert(key:pem()), assert(cert:pem())
   E.ctx:write(M.path(E, base, "key"), kpem, tonumber("600", 8))
-  E.ctx:write(M.path(E, base, "crt"), assert(cert:pem()), tonumber("644", 8))
+  E.ctx:write(M.path(E, base, "crt"), cpem, tonumber("644", 8))
+  remember(E, kpem, key)
+  remember(E, cpem, cert)
 end
 
 local function print_serving(c, spec)

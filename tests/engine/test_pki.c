@@ -15,6 +15,8 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 static char dir[] = "/tmp/test_pki.XXXXXX";
 
@@ -220,6 +222,56 @@ static void test_keygen_parallel(void)
 	const char *bad[] = {"ECDSA-P256", "ECDSA-P521"};
 	CHECK(ma_pki_genkeys_parallel(bad, 2, k, 2, &e) == -1 && !k[0] && !k[1], "bad batch accepted");
 	CHECK(strstr(e.msg, "ECDSA-P521"), "%s", e.msg);
+}
+
+/* The direct paths of engine/pki_legacy.c give OpenSSL's generic bytes: the PEM a provider key
+ * encodes to, the SubjectPublicKeyInfo its encoder writes, a key read back equal and signing. */
+static char *generic_pem(EVP_PKEY *k)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *p = NULL, *out = NULL;
+	long n = b && PEM_write_bio_PrivateKey_traditional(b, k, NULL, NULL, 0, NULL, NULL) ? BIO_get_mem_data(b, &p) : 0;
+	if (n > 0 && (out = malloc((size_t)n + 1))) memcpy(out, p, (size_t)n), out[n] = 0;
+	BIO_free(b);
+	return out;
+}
+
+static void test_legacy_paths_same_bytes(void)
+{
+	const char *algs[] = {"RSA-2048", "ECDSA-P256", "ECDSA-P384"};
+	for (int i = 0; i < 3; i++) {
+		ma_err e = {0};
+		ma_pki_key *k = i ? ma_pki_genkey(algs[i], &e) : cakey, *r = NULL;
+		size_t n = 0;
+		char *pem = k ? ma_pki_key_pem(k, &n, &e) : NULL, *gen = k ? generic_pem(k) : NULL;
+		CHECK(pem && gen && !strcmp(pem, gen), "%s: the PEM differs from OpenSSL's generic encoding", algs[i]);
+		CHECK(pem && (r = ma_pki_key_read(pem, n, &e)), "%s: %s", algs[i], e.msg);
+		if (r) {
+			char *again = ma_pki_key_pem(r, NULL, &e);
+			CHECK(again && !strcmp(again, pem), "%s: a key read back encodes differently", algs[i]);
+			CHECK(ma_pki_key_equal(k, r), "%s: the key read back differs", algs[i]);
+			free(again);
+			const char *o[] = {"system:masters"};
+			ma_pki_spec s = {.cn = "legacy", .o = o, .n_o = 1, .ext_usages = MA_EKU_CLIENT_AUTH};
+			/* a CA whose key was read back signs, as a tree's leaves are signed */
+			ma_pki_cert *self = ma_pki_ca_create(r, &(ma_pki_spec){.cn = "legacy-ca", .is_ca = 1}, &e);
+			ma_pki_cert *c = self ? ma_pki_cert_sign(k, &s, self, r, &e) : NULL;
+			CHECK(c && self, "%s: %s", algs[i], e.msg);
+			CHECK(c && X509_verify((X509 *)c, (EVP_PKEY *)k) == 1, "%s: the leaf does not verify", algs[i]);
+			unsigned char *a = NULL, *b = NULL;
+			int na = c ? i2d_X509_PUBKEY(X509_get_X509_PUBKEY((X509 *)c), &a) : -1;
+			int nb = i2d_PUBKEY((EVP_PKEY *)k, &b); /* OpenSSL's encoder of the provider key */
+			CHECK(na > 0 && na == nb && !memcmp(a, b, (size_t)na), "%s: SubjectPublicKeyInfo differs", algs[i]);
+			CHECK(c && ma_pki_key_matches_cert(r, c, &e) == 1, "%s: %s", algs[i], e.msg);
+			CHECK(self && X509_verify((X509 *)self, (EVP_PKEY *)k) == 1, "%s: signed by a key read back", algs[i]);
+			OPENSSL_free(a), OPENSSL_free(b);
+			ma_pki_cert_free(c), ma_pki_cert_free(self);
+			ma_pki_key_free(r);
+		}
+		if (pem) ma_pki_secret_free(pem, n);
+		free(gen);
+		if (i) ma_pki_key_free(k);
+	}
 }
 
 static void test_pem_roundtrip(void)
@@ -681,6 +733,7 @@ int main(void)
 	RUN(test_keygen_parallel);
 	RUN(test_rsa_keys_checked);
 	RUN(test_pem_roundtrip);
+	RUN(test_legacy_paths_same_bytes);
 	RUN(test_pem_errors);
 	RUN(test_ca_and_leaf);
 	RUN(test_ecdsa_p384_and_subject);
