@@ -53,10 +53,13 @@ void ma_guard_table(lua_State *L, int idx, const char *const *only, const char *
 void ma_guard_stdlib(lua_State *L)
 {
 	static const char *const os_fns[] = {"execute", "remove", "rename", "exit", NULL};
-	static const char *const io_fns[] = {"popen", "open", "lines", NULL};
+	static const char *const io_fns[] = {"popen", "open", "lines", "input", "output", NULL};
+	static const char *const base_fns[] = {"loadfile", "dofile", NULL};
 	lua_getglobal(L, "os");
 	ma_guard_table(L, -1, os_fns, NULL);
 	lua_getglobal(L, "io");
 	ma_guard_table(L, -1, io_fns, NULL);
-	lua_pop(L, 2);
+	lua_pushglobaltable(L);
+	ma_guard_table(L, -1, base_fns, NULL);
+	lua_pop(L, 3);
 }

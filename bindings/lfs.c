@@ -329,7 +329,7 @@ int luaopen_moonadm_fs(lua_State *L)
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	/* the operations that see pending writes themselves; every other one commits the group first */
-	static const char *const sees_pending[] = {"root", "path", "write", "read", "read_regular", "exists", "mkdir",
+	static const char *const sees_pending[] = {"root", "path", "write", "read", "exists", "mkdir",
 						   "group_begin", "commit", "group_end", NULL};
 	ma_guard_table(L, -1, NULL, sees_pending);
 	return 1;

@@ -78,10 +78,14 @@ static int mkdir_host(char *host, mode_t mode, ma_err *e)
 	return 0;
 }
 
+static int pending_blocks_dir(const char *host, ma_err *e);
+
 int ma_fs_mkdir(const char *root, const char *path, mode_t mode, ma_err *e)
 {
 	char host[MA_PATH_MAX];
 	if (ma_fs_resolve(root, path, host, sizeof host, e))
+		return -1;
+	if (pending_blocks_dir(host, e))
 		return -1;
 	return mkdir_host(host, mode, e);
 }
@@ -128,6 +132,17 @@ enum { GROUP_MAX = 128 }; /* fds held at once; a bigger group commits early */
 static struct pending *pend;
 static size_t npend;
 static int group_on;
+
+/* A directory where a file of the group is pending (or under it) would fail that file's rename. */
+static int pending_blocks_dir(const char *host, ma_err *e)
+{
+	for (size_t i = 0; i < npend; i++) {
+		size_t n = strlen(pend[i].host);
+		if (!strncmp(host, pend[i].host, n) && (host[n] == '\0' || host[n] == '/'))
+			return ma_fail(e, "mkdir %s: %s is a file (written by this run)", host, pend[i].host);
+	}
+	return 0;
+}
 
 static struct pending *pending_find(const char *host)
 {
@@ -186,10 +201,14 @@ int ma_fs_group_commit(ma_err *e)
 	for (i = 0; i < n; i++) {
 		if (rename(pend[i].tmp, pend[i].host) != 0) {
 			int err = errno;
-			ma_fail_errno(e, err, "rename into %s", pend[i].host);
 			for (size_t k = i; k < n; k++)
 				pending_drop(&pend[k]);
-			return -1;
+			for (size_t k = 0; k < i; k++) { /* the files already renamed stay durable */
+				char dir[MA_PATH_MAX];
+				dir_of(pend[k].host, dir, sizeof dir);
+				(void)fsync_dir(dir, NULL);
+			}
+			return ma_fail_errno(e, err, "rename into %s", pend[i].host);
 		}
 		close(pend[i].fd);
 		MA_HOOK_MUTATION("write", pend[i].host);

@@ -18,7 +18,8 @@ int ma_libcurl_load(ma_err *e)
 		pthread_mutex_unlock(&load_mu);
 		return 0;
 	}
-	/* RTLD_LOCAL: libcurl's own libraries (GnuTLS' nettle/GMP among them) never bind to ours */
+	/* libcurl's own libraries (GnuTLS' nettle/GMP among them) never bind to moonadm's static copies:
+	 * the executable exports none of their symbols (no -rdynamic); RTLD_LOCAL keeps libcurl's to itself */
 	void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
 	const char *missing = NULL;
 	if (!h) {
@@ -41,7 +42,7 @@ int ma_libcurl_load(ma_err *e)
 		memcpy(syms[i].slot, &p, sizeof p);
 	}
 	if (missing) {
-		ma_fail(e, "http: %s has no %s: install Debian's libcurl4 (7.77 or newer)", so, missing);
+		ma_fail(e, "http: %s has no %s: install Debian's libcurl4 (7.85 or newer)", so, missing);
 		goto fail;
 	}
 	if (ma_libcurl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

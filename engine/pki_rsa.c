@@ -23,6 +23,7 @@
 
 struct rng {
 	int failed;
+	uint32_t filler;
 };
 
 /* nettle's random callback cannot fail: a DRBG failure is recorded and the key thrown away. */
@@ -31,9 +32,13 @@ static void drbg(void *ctx, size_t len, uint8_t *dst)
 	struct rng *r = ctx;
 	while (len > 0) {
 		int n = len > (1 << 20) ? (1 << 20) : (int)len;
-		if (RAND_priv_bytes(dst, n) != 1) {
+		if (r->failed || RAND_priv_bytes(dst, n) != 1) {
+			/* never the same bytes twice, so the prime search ends; the key is thrown away */
 			r->failed = 1;
-			memset(dst, 0, len);
+			for (size_t i = 0; i < len; i++) {
+				r->filler++;
+				dst[i] = (uint8_t)(r->filler * 167u + (r->filler >> 8));
+			}
 			return;
 		}
 		dst += n, len -= (size_t)n;
@@ -54,8 +59,9 @@ static BIGNUM *bn_of(const mpz_t z, int secret)
 	return bn;
 }
 
-/* GMP's heap (limbs of p, q, d and every temporary) is wiped when freed or moved: this process's
- * GMP is moonadm's own (linked statically), so nothing else sees these functions. */
+/* GMP's heap (limbs of p, q, d and the temporaries it allocates; small ones live on the stack and are
+ * not wiped) is wiped when freed or moved: this process's GMP is moonadm's own (linked statically, and
+ * the executable exports no GMP symbol), so nothing else sees these functions. */
 static void *gmp_alloc(size_t n)
 {
 	void *p = malloc(n);

@@ -42,7 +42,7 @@ shlibs=$(cd "$work" && dpkg-shlibdeps -O debian/moonadm/usr/bin/moonadm 2>"$work
 depends=${shlibs#shlibs:Depends=}
 [ -n "$depends" ] && [ "$depends" != "$shlibs" ] || die "dpkg-shlibdeps gave no Depends: $shlibs"
 # libcurl is loaded on the first request (engine/libcurl.c: dlopen), so shlibdeps cannot see it.
-depends="$depends, libcurl4 (>= 7.77.0)"
+depends="$depends, libcurl4 (>= 7.85.0)"
 
 # Lua C modules -> packages.
 lua_pkg() { # module -> the package owning the .so the binary's Lua would load

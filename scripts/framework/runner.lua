@@ -269,6 +269,9 @@ function M.execute(nodes, ctx, opts)
   fs.group_begin()
   local r = table.pack(pcall(execute_nodes, nodes, ctx, opts))
   local cok, cerr = fs.group_end()
+  if not cok and not (r[1] and r[2]) then -- the phase's own error is what is raised; this one is said too
+    log.error("making the run's files durable failed as well: %s", cerr)
+  end
   if not r[1] then error(r[2], 0) end
   if not cok and r[2] then return nil, ("making the run's files durable failed: %s"):format(cerr) end
   return table.unpack(r, 2, r.n)

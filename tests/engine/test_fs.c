@@ -71,6 +71,10 @@ static void test_group_commit(void)
 	CHECK(ma_fs_write(root, "/g/pki/k.key", "key", 3, 0600, &changed, &e) == 0 && changed == 1, "%s", e.msg);
 	CHECK(ma_fs_write(root, "/g/old.conf", "v2", 2, 0644, &changed, &e) == 0 && changed == 1, "%s", e.msg);
 	CHECK(ma_fs_write(root, "/g/old.conf", "v3", 2, 0644, &changed, &e) == 0 && changed == 1, "%s", e.msg);
+	/* a directory where a file is pending would fail the file's rename at commit: refused at once */
+	CHECK(ma_fs_mkdir(root, "/g/old.conf", 0755, &e) != 0 && strstr(e.msg, "is a file"), "mkdir on a pending file");
+	CHECK(ma_fs_mkdir(root, "/g/old.conf/sub", 0755, &e) != 0 && strstr(e.msg, "is a file"), "mkdir under one");
+	CHECK(ma_fs_mkdir(root, "/g/old.conf.d", 0755, &e) == 0, "a sibling with the same prefix: %s", e.msg);
 	CHECK(ma_fs_write(root, "/g/old.conf", "v3", 2, 0644, &changed, &e) == 0 && changed == 0, "same pending bytes");
 	ma_fs_resolve(root, "/g/pki/k.key", host, sizeof host, &e);
 	CHECK(stat(host, &st) != 0 && errno == ENOENT, "a pending file is not at its path before the commit");
