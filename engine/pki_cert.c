@@ -201,7 +201,6 @@ out:
 	return rc;
 }
 
-/* Random serial in [1, 2^63-2], as kubeadm's rand.Int(MaxInt64-1)+1. */
 /* X509_set_pubkey through a legacy copy of the key where there is one (engine/pki_legacy.c): the same
  * SubjectPublicKeyInfo bytes, and the certificate keeps the key as its parsed public key. */
 static int set_pubkey(X509 *x, EVP_PKEY *pub)
@@ -212,6 +211,7 @@ static int set_pubkey(X509 *x, EVP_PKEY *pub)
 	return ok;
 }
 
+/* Random serial in [1, 2^63-2], as kubeadm's rand.Int(MaxInt64-1)+1. */
 static int set_serial(X509 *x, ma_err *e)
 {
 	uint64_t v;
