@@ -65,15 +65,15 @@ local function read(E, p) return E.ctx:read(p) end
 -- A key or certificate parsed from its PEM once per run: every leaf re-reads its CA from disk, and
 -- OpenSSL 3.0's decoders make each parse cost more than signing. Keyed by the exact text, so a
 -- rewritten file is parsed again; what this run writes is known without a parse (remember).
-local function parsed(E)
+local function parsed(E, kind)
   local memo = E.ctx and E.ctx.data
-  local cache = memo and memo.pki_parsed or {}
+  local cache = memo and memo.pki_parsed or { key = {}, cert = {} }
   if memo then memo.pki_parsed = cache end
-  return cache
+  return cache[kind]
 end
 
-local function parse(E, pem, read_fn)
-  local cache = parsed(E)
+local function parse(E, kind, pem, read_fn)
+  local cache = parsed(E, kind)
   local v = cache[pem]
   if v then return v end
   local err
@@ -82,10 +82,10 @@ local function parse(E, pem, read_fn)
   return v, err
 end
 
-local function parse_key(E, pem) return parse(E, pem, pki.read_key) end
-local function parse_cert(E, pem) return parse(E, pem, pki.read_cert) end
+local function parse_key(E, pem) return parse(E, "key", pem, pki.read_key) end
+local function parse_cert(E, pem) return parse(E, "cert", pem, pki.read_cert) end
 
-local function remember(E, pem, obj) parsed(E)[pem] = obj end
+local function remember(E, kind, pem, obj) parsed(E, kind)[pem] = obj end
 
 -- Each file is replaced atomically, a key and its certificate are not: a run killed between the two
 -- writes leaves the key alone. When the journal records that key as this engine's own write (same
@@ -163,7 +163,7 @@ function M.check_leaf(E, c, ca)
     error(("found the key %s without its certificate %s"):format(keyp, crtp), 0)
   end
   if not key then error(("found the certificate %s without its key %s"):format(crtp, keyp), 0) end
-  local k, kerr = pki.read_key(key)
+  local k, kerr = parse_key(E, key)
   if not k then error(("failure loading key for %s: %s: %s"):format(c.name, keyp, kerr), 0) end
   local certs, cerr = pki.read_certs(crt)
   if not certs then error(("failure loading certificate for %s: %s: %s"):format(c.name, crtp, cerr), 0) end
@@ -198,7 +198,7 @@ local function check_sa(E)
   local keyp = M.path(E, "sa", "key")
   local key = read(E, keyp)
   if not key then return "missing" end
-  local k, err = pki.read_key(key)
+  local k, err = parse_key(E, key)
   if not k then error(("file %s existed but it could not be loaded properly: %s"):format(keyp, err), 0) end
   return "ok"
 end
@@ -276,8 +276,8 @@ function M.write_pair(E, base, key, cert)
   local kpem, cpem = assert(key:pem()), assert(cert:pem())
   E.ctx:write(M.path(E, base, "key"), kpem, tonumber("600", 8))
   E.ctx:write(M.path(E, base, "crt"), cpem, tonumber("644", 8))
-  remember(E, kpem, key)
-  remember(E, cpem, cert)
+  remember(E, "key", kpem, key)
+  remember(E, "cert", cpem, cert)
 end
 
 local function print_serving(c, spec)
@@ -304,7 +304,7 @@ function M.apply(E, a)
       -- a run killed between sa.key and sa.pub leaves the key alone: derive the public key again
       local pubp = M.path(E, "sa", "pub")
       if not E.ctx:exists(pubp) then
-        local k = assert(pki.read_key(assert(read(E, M.path(E, "sa", "key")))))
+        local k = assert(parse_key(E, assert(read(E, M.path(E, "sa", "key")))))
         log.info('[certs] Writing the missing "sa" public key from the existing key')
         E.ctx:write(pubp, assert(k:public_pem()), tonumber("600", 8))
       end
