@@ -11,6 +11,8 @@ local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local encoding = require "moonadm.encoding"
+local duration = require "kube.duration"
+local tabwriter = require "kube.tabwriter"
 
 local M = {}
 
@@ -129,43 +131,13 @@ function M.from_secret(s)
   return t
 end
 
--- Go's duration.ShortHumanDuration.
-function M.short_duration(s)
-  s = math.floor(s)
-  if s < -1 then return "<invalid>" elseif s < 0 then return "0s"
-  elseif s < 60 then return ("%ds"):format(s)
-  elseif s < 3600 then return ("%dm"):format(s // 60)
-  elseif s < 86400 then return ("%dh"):format(s // 3600)
-  elseif s < 86400 * 365 then return ("%dd"):format(s // 86400) end
-  return ("%dy"):format(s // (86400 * 365))
-end
-
--- Go text/tabwriter(minwidth 10, tabwidth 4, padding 3, ' ', 0) over rows of cells.
-function M.tabwrite(rows)
-  local widths = {}
-  for _, r in ipairs(rows) do
-    for i = 1, #r - 1 do
-      local w = utf8.len(r[i]) or #r[i]
-      widths[i] = math.max(widths[i] or 0, math.max(w + 3, 10))
-    end
-  end
-  local out = {}
-  for _, r in ipairs(rows) do
-    local line = {}
-    for i = 1, #r - 1 do line[#line + 1] = r[i] .. (" "):rep(widths[i] - (utf8.len(r[i]) or #r[i])) end
-    line[#line + 1] = r[#r]
-    out[#out + 1] = table.concat(line)
-  end
-  return table.concat(out, "\n") .. "\n"
-end
-
 -- `kubeadm token list` text for tokens (from_secret results). now: epoch seconds.
 function M.list_text(tokens, now)
   local rows = { { "TOKEN", "TTL", "EXPIRES", "USAGES", "DESCRIPTION", "EXTRA GROUPS" } }
   for _, t in ipairs(tokens) do
     local ttl, expires = "<forever>", "<never>"
     if t.expires then
-      ttl = M.short_duration(t.expires - now)
+      ttl = duration.short(t.expires - now)
       expires = M.rfc3339(t.expires)
     end
     local usages = #t.usages > 0 and table.concat(t.usages, ",") or "<none>"
@@ -173,7 +145,7 @@ function M.list_text(tokens, now)
     local groups = #t.groups > 0 and table.concat(t.groups, ",") or "<none>"
     rows[#rows + 1] = { t.token, ("%-9s"):format(ttl), expires, ("%-22s"):format(usages), ("%-56s"):format(desc), groups }
   end
-  return M.tabwrite(rows)
+  return tabwriter.format(rows) .. "\n"
 end
 
 -- Creates (fail_if_exists: only creates) or updates the Secret of every token.

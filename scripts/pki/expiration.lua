@@ -8,6 +8,9 @@ local certlist = require "pki.certlist"
 local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 local kube_kubeconfig = require "kube.kubeconfig"
+local core = require "moonadm.core"
+local duration = require "kube.duration"
+local tabwriter = require "kube.tabwriter"
 
 local M = {}
 
@@ -64,28 +67,19 @@ function M.external(E, ca_name)
   return not E.ctx:exists(tree.path(E, c.base, "key"))
 end
 
--- apimachinery's duration.ShortHumanDuration of whole seconds.
-function M.short_duration(s)
-  if s < -1 then return "<invalid>" end
-  if s < 0 then return "0s" end
-  if s < 60 then return ("%ds"):format(s) end
-  if s // 60 < 60 then return ("%dm"):format(s // 60) end
-  local h = s // 3600
-  if h < 24 then return ("%dh"):format(h) end
-  if h < 24 * 365 then return ("%dd"):format(h // 24) end
-  return ("%dy"):format(h // (24 * 365))
-end
-
 -- Data of both tables: list of {name, missing, expires, residual, ca, external}.
+-- now: epoch seconds with a fraction (kubeadm's time.Until), so a certificate checked in the second
+-- it was made shows 364d, not 365d; residual: whole seconds, cut toward zero as Go's.
 function M.collect(E, kdir, now)
-  now = now or os.time()
+  now = now or core.now()
   local certs, cas = M.rows(E, kdir)
   local function info(row)
     local cert = M.load(E, row)
     local r = { name = row.name, ca = row.ca, external = M.external(E, row.ca or row.name) }
     if not cert then r.missing = true; return r end
     r.expires = cert:info().not_after
-    r.residual = r.expires - now
+    local left = r.expires - now
+    r.residual = left < 0 and math.ceil(left) or math.floor(left)
     return r
   end
   local a, b = {}, {}
@@ -94,43 +88,21 @@ function M.collect(E, kdir, now)
   return a, b
 end
 
--- Go's text/tabwriter (minwidth 10, tabwidth 4, padding 3, padchar ' ') over tab-terminated cells.
-local function tabwrite(lines)
-  local widths = {}
-  local split = {}
-  for i, l in ipairs(lines) do
-    local cells = {}
-    for cell in l:gmatch("([^\t]*)\t") do cells[#cells + 1] = cell end
-    cells.rest = l:match("[^\t]*$")
-    split[i] = cells
-    for j, c in ipairs(cells) do widths[j] = math.max(widths[j] or 10, #c + 3) end
-  end
-  local out = {}
-  for _, cells in ipairs(split) do
-    local parts = {}
-    for j, c in ipairs(cells) do parts[j] = c .. (" "):rep(widths[j] - #c) end
-    out[#out + 1] = table.concat(parts) .. cells.rest
-  end
-  return table.concat(out, "\n")
-end
-
 local function date(t) return os.date("!%b %d, %Y %H:%M UTC", t) end
 local function yesno(b) return ("%-8s"):format(b and "yes" or "no") end
 
 function M.text(certs, cas)
-  local l = { "CERTIFICATE\tEXPIRES\tRESIDUAL TIME\tCERTIFICATE AUTHORITY\tEXTERNALLY MANAGED" }
+  local l = { { "CERTIFICATE", "EXPIRES", "RESIDUAL TIME", "CERTIFICATE AUTHORITY", "EXTERNALLY MANAGED" } }
   for _, r in ipairs(certs) do
-    if r.missing then l[#l + 1] = ("!MISSING! %s\t\t\t\t"):format(r.name)
-    else l[#l + 1] = ("%s\t%s\t%s\t%s\t%s"):format(r.name, date(r.expires), M.short_duration(r.residual), r.ca,
-      yesno(r.external)) end
+    if r.missing then l[#l + 1] = { "!MISSING! " .. r.name, "", "", "", "" }
+    else l[#l + 1] = { r.name, date(r.expires), duration.human(r.residual), r.ca, yesno(r.external) } end
   end
-  local m = { "CERTIFICATE AUTHORITY\tEXPIRES\tRESIDUAL TIME\tEXTERNALLY MANAGED" }
+  local m = { { "CERTIFICATE AUTHORITY", "EXPIRES", "RESIDUAL TIME", "EXTERNALLY MANAGED" } }
   for _, r in ipairs(cas) do
-    if r.missing then m[#m + 1] = ("!MISSING! %s\t\t\t"):format(r.name)
-    else m[#m + 1] = ("%s\t%s\t%s\t%s"):format(r.name, date(r.expires), M.short_duration(r.residual),
-      yesno(r.external)) end
+    if r.missing then m[#m + 1] = { "!MISSING! " .. r.name, "", "", "" }
+    else m[#m + 1] = { r.name, date(r.expires), duration.human(r.residual), yesno(r.external) } end
   end
-  return tabwrite(l) .. "\n\n" .. tabwrite(m) .. "\n"
+  return tabwriter.format(l) .. "\n\n" .. tabwriter.format(m) .. "\n"
 end
 
 local function iso(t) return os.date("!%Y-%m-%dT%H:%M:%SZ", t) end

@@ -8,6 +8,7 @@ local capi = require "cluster.api"
 local version = require "upgrade.version"
 local config_mod = require "config"
 local json = require "kube.json"
+local tabwriter = require "kube.tabwriter"
 
 local M = {}
 
@@ -97,21 +98,6 @@ function M.build(f, opts)
   return plan
 end
 
--- Go's tabwriter as kubectl/kubeadm print tables (padding 3).
-local function table_text(header, rows)
-  local w = {}
-  local all = { header }
-  for _, r in ipairs(rows) do all[#all + 1] = r end
-  for _, r in ipairs(all) do for i, c in ipairs(r) do w[i] = math.max(w[i] or 0, #c) end end
-  local out = {}
-  for _, r in ipairs(all) do
-    local parts = {}
-    for i, c in ipairs(r) do parts[i] = i < #r and (c .. (" "):rep(w[i] - #c + 3)) or c end
-    out[#out + 1] = (table.concat(parts):gsub("%s+$", ""))
-  end
-  return table.concat(out, "\n")
-end
-
 function M.text(plan)
   local o = {}
   o[#o + 1] = ("[upgrade/versions] Cluster version: %s"):format(plan.cluster_version)
@@ -127,15 +113,15 @@ function M.text(plan)
     o[#o + 1] = ""
   elseif #plan.policy.mandatory == 0 then
     o[#o + 1] = "Components that must be upgraded manually after you have upgraded the control plane with 'moonadm upgrade apply':"
-    local rows = {}
+    local rows = { { "COMPONENT", "NODE", "CURRENT", "TARGET" } }
     for _, r in ipairs(plan.kubelets) do rows[#rows + 1] = { r.name, r.node, r.current, r.target } end
-    o[#o + 1] = table_text({ "COMPONENT", "NODE", "CURRENT", "TARGET" }, rows)
+    o[#o + 1] = tabwriter.format(rows)
     o[#o + 1] = ""
     o[#o + 1] = ("Upgrade to the latest version in the %s series:"):format(version.minor_text(plan.target))
     o[#o + 1] = ""
-    rows = {}
+    rows = { rows[1] }
     for _, r in ipairs(plan.components) do rows[#rows + 1] = { r.name, r.node, r.current, r.target } end
-    o[#o + 1] = table_text({ "COMPONENT", "NODE", "CURRENT", "TARGET" }, rows)
+    o[#o + 1] = tabwriter.format(rows)
     o[#o + 1] = ""
     o[#o + 1] = "You can now apply the upgrade by executing the following command:"
     o[#o + 1] = ""
@@ -149,9 +135,9 @@ function M.text(plan)
   o[#o + 1] = "resetting to kubeadm defaults before a successful upgrade can be performed. The version to manually"
   o[#o + 1] = "upgrade to is denoted in the \"PREFERRED VERSION\" column."
   o[#o + 1] = ""
-  local rows = {}
+  local rows = { { "API GROUP", "CURRENT VERSION", "PREFERRED VERSION", "MANUAL UPGRADE REQUIRED" } }
   for _, r in ipairs(plan.configs) do rows[#rows + 1] = { r.group, r.current, r.preferred, r.manual and "yes" or "no" } end
-  o[#o + 1] = table_text({ "API GROUP", "CURRENT VERSION", "PREFERRED VERSION", "MANUAL UPGRADE REQUIRED" }, rows)
+  o[#o + 1] = tabwriter.format(rows)
   o[#o + 1] = ("_"):rep(69)
   return table.concat(o, "\n") .. "\n"
 end

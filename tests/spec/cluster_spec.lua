@@ -82,12 +82,9 @@ describe("bootstrap tokens", function()
     assert.is_nil((tokens.from_secret(s)))
   end)
 
-  it("parse RFC3339 times with offsets, and print short durations as Go", function()
+  it("parse RFC3339 times with offsets", function()
     assert.equal(NOW, tokens.parse_time("2023-11-14T22:13:20Z"))
     assert.equal(NOW, tokens.parse_time("2023-11-15T00:13:20+02:00"))
-    assert.same({ "0s", "59s", "1m", "23h", "1d", "1y" },
-      { tokens.short_duration(-0.5), tokens.short_duration(59), tokens.short_duration(60),
-        tokens.short_duration(86399), tokens.short_duration(86400), tokens.short_duration(86400 * 366) })
   end)
 
   it("bind the RBAC of kubeadm's bootstrap-token phase", function()
