@@ -6,6 +6,7 @@
 -- kube-proxy with config.conf and kubeconfig.conf, DaemonSet kube-proxy).
 local yaml = require "moonadm.yaml"
 local C = require "config.constants"
+local releases = require "config.releases"
 local log = require "framework.log"
 local util = require "framework.util"
 local capi = require "cluster.api"
@@ -25,7 +26,7 @@ local function sa(name) return { apiVersion = "v1", kind = "ServiceAccount", met
 
 function M.coredns_image(cluster)
   local dns = cluster.dns or {}
-  local tag = (dns.imageTag and dns.imageTag ~= "") and dns.imageTag or C.coredns_image_tag
+  local tag = (dns.imageTag and dns.imageTag ~= "") and dns.imageTag or releases.must(cluster.kubernetesVersion).coredns
   local repo = cluster.imageRepository or C.image_repository
   if dns.imageRepository and dns.imageRepository ~= "" then return ("%s/coredns:%s"):format(dns.imageRepository, tag) end
   if repo == "registry.k8s.io" then return "registry.k8s.io/coredns/coredns:" .. tag end
@@ -171,6 +172,8 @@ function M.proxy_config(cluster, user, advertise)
   local pod = (cluster.networking or {}).podSubnet
   if cfg.clusterCIDR == "" and pod and pod ~= "" then cfg.clusterCIDR = pod end
   if cfg.clientConnection.kubeconfig == "" then cfg.clientConnection.kubeconfig = "/var/lib/kube-proxy/kubeconfig.conf" end
+  -- kubeadm v1.37 writes the default mode out (kube-proxy warns when none is set)
+  if cfg.mode == "" then cfg.mode = releases.must(cluster.kubernetesVersion).proxy_mode end
   return cfg
 end
 

@@ -13,6 +13,7 @@ local rbac = require "cluster.rbac"
 local encoding = require "moonadm.encoding"
 local duration = require "kube.duration"
 local tabwriter = require "kube.tabwriter"
+local releases = require "config.releases"
 
 local M = {}
 
@@ -167,9 +168,14 @@ function M.create_tokens(ctx, c, tokens, fail_if_exists, now)
 end
 
 -- RBAC of the bootstrap-token phase (§3.4).
-function M.rbac_objects()
+-- cluster: the ClusterConfiguration (its minor decides kubelet_api: kubeadm v1.36 binds the API
+-- server's kubelet client to system:kubelet-api-admin).
+function M.rbac_objects(cluster)
   local G = M.DEFAULT_GROUP
+  local with_kubelet_api = releases.must(cluster and cluster.kubernetesVersion).kubelet_api_admin
   return {
+    kubelet_api = with_kubelet_api and { rbac.cluster_role_binding("kubeadm:apiserver-kubelet-client",
+      "system:kubelet-api-admin", { rbac.user("kube-apiserver-kubelet-client") }) } or {},
     get_nodes = {
       rbac.cluster_role("kubeadm:get-nodes", { rbac.rule({ "" }, { "nodes" }, { "get" }) }),
       rbac.cluster_role_binding("kubeadm:get-nodes", "kubeadm:get-nodes", { rbac.group(G) }),
@@ -245,18 +251,30 @@ function M.run(ctx)
   end
   log.info("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
   M.create_tokens(ctx, c, tokens, false)
-  local r = M.rbac_objects()
-  for _, o in ipairs(r.get_nodes) do capi.apply(ctx, c, o) end
-  log.info("[bootstrap-token] Configured RBAC rules to allow Node Bootstrap tokens to get nodes")
-  for _, o in ipairs(r.post_csrs) do capi.apply(ctx, c, o) end
-  log.info("[bootstrap-token] Configured RBAC rules to allow Node Bootstrap tokens to post CSRs in order for nodes to get long term certificate credentials")
-  for _, o in ipairs(r.approve) do capi.apply(ctx, c, o) end
-  log.info("[bootstrap-token] Configured RBAC rules to allow the csrapprover controller automatically approve CSRs from a Node Bootstrap Token")
-  for _, o in ipairs(r.rotate) do capi.apply(ctx, c, o) end
-  log.info("[bootstrap-token] Configured RBAC rules to allow certificate rotation for all node client certificates in the cluster")
+  local r = M.apply_node_rbac(ctx, c)
   log.info("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
   capi.ensure(ctx, c, M.cluster_info(kc.server, kc.ca_pem))
   for _, o in ipairs(r.clusterinfo) do capi.apply(ctx, c, o) end
+end
+
+-- The node bootstrap RBAC, in kubeadm's order with its lines (init's and upgrade apply's
+-- bootstrap-token phase); returns rbac_objects' groups for the cluster-info ones.
+function M.apply_node_rbac(ctx, c)
+  local r = M.rbac_objects(ctx.cfg.cluster)
+  local steps = {
+    { r.get_nodes, "allow Node Bootstrap tokens to get nodes" },
+    { r.post_csrs, "allow Node Bootstrap tokens to post CSRs in order for nodes to get long term certificate credentials" },
+    { r.approve, "allow the csrapprover controller automatically approve CSRs from a Node Bootstrap Token" },
+    { r.rotate, "allow certificate rotation for all node client certificates in the cluster" },
+    { r.kubelet_api, "allow the API server kubelet client certificate to access the kubelet API" },
+  }
+  for _, s in ipairs(steps) do
+    if #s[1] > 0 then
+      for _, o in ipairs(s[1]) do capi.apply(ctx, c, o) end
+      log.info("[bootstrap-token] Configured RBAC rules to %s", s[2])
+    end
+  end
+  return r
 end
 
 return M

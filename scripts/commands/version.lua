@@ -1,8 +1,10 @@
--- `moonadm version [-o short|json|yaml]`: engine, Lua and scripts versions.
+-- `moonadm version [-o short|json|yaml]`: engine, Lua and scripts versions, and the Kubernetes
+-- releases this moonadm makes clusters of.
 local cjson = require "cjson"
 local core = require "moonadm.core"
 local flags_mod = require "framework.argv"
 local version = require "framework.version"
+local releases = require "config.releases"
 local yaml = require "moonadm.yaml"
 
 local common = require "commands.common"
@@ -20,8 +22,12 @@ function M.main(argv)
   local info = {
     moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,
     scriptsVersion = version.scripts, scriptsDir = core.scripts_dir() or "(embedded)",
-    kubernetesVersion = version.kubernetes,
+    -- the default release, and every minor's as its kubeadm (one moonadm for all of them)
+    kubernetesVersion = releases.DEFAULT, kubernetesVersions = {},
   }
+  for _, minor in ipairs(releases.supported()) do
+    info.kubernetesVersions[#info.kubernetesVersions + 1] = releases.latest_of(releases.minor_of(minor))
+  end
   local o = flags.output
   if o == "short" then
     print("v" .. version.scripts)
@@ -30,8 +36,9 @@ function M.main(argv)
   elseif o == "yaml" then
     io.write(yaml.encode { clientVersion = info })
   elseif o == "" then
-    print(("moonadm version: engine %s, %s, scripts %s from %s, compatible with kubeadm %s"):format(
-      info.engineVersion, info.luaVersion, info.scriptsVersion, info.scriptsDir, info.kubernetesVersion))
+    print(("moonadm version: engine %s, %s, scripts %s from %s, compatible with kubeadm %s (default %s)"):format(
+      info.engineVersion, info.luaVersion, info.scriptsVersion, info.scriptsDir,
+      table.concat(info.kubernetesVersions, ", "), info.kubernetesVersion))
   else
     error(("invalid output format %q: use short, json or yaml"):format(o), 0)
   end

@@ -1,15 +1,7 @@
--- The pinned values of the reference release (kubeadm v1.35), in one place.
--- No value here is ever looked up over the network.
+-- kubeadm's defaults that every minor moonadm speaks shares, in one place (what changes from one
+-- minor to the next, versions and image tags, is config.releases'). No value here is ever looked up
+-- over the network.
 local constants <const> = {
-  -- default ClusterConfiguration.kubernetesVersion (kubeadm would resolve "stable-1")
-  kubernetes_version = "v1.35.4",
-  -- the oldest control plane kubeadm v1.35 deploys (current minor - 1)
-  min_control_plane_version = "v1.34.0",
-
-  -- image tags kubeadm v1.35 pins (`kubeadm config images list` for v1.35.x)
-  etcd_image_tag = "3.6.6-0",
-  pause_image_tag = "3.10.1",
-  coredns_image_tag = "v1.13.1",
   image_repository = "registry.k8s.io",
 
   api_version = "kubeadm.k8s.io/v1beta4",

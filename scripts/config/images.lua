@@ -2,8 +2,9 @@
 -- `config images list|pull` print them: kube-apiserver, kube-controller-manager, kube-scheduler,
 -- kube-proxy (unless proxy.disabled), CoreDNS (unless dns.disabled), pause, etcd (local etcd only).
 -- Each name comes from the builder that writes it into a manifest or an addon, so the list and
--- what init deploys never differ; the tags are config.constants'.
+-- what init deploys never differ; the tags are those of the cluster's minor (config.releases).
 local C <const> = require "config.constants"
+local releases = require "config.releases"
 local pod = require "manifests.pod"
 local addons = require "cluster.addons"
 local etcd = require "manifests.etcd"
@@ -13,7 +14,7 @@ local M = {}
 
 -- kubeadm's GetPauseImage: always under the cluster's imageRepository.
 function M.pause(cluster)
-  return ("%s/pause:%s"):format(cluster.imageRepository or C.image_repository, C.pause_image_tag)
+  return ("%s/pause:%s"):format(cluster.imageRepository or C.image_repository, releases.must(cluster.kubernetesVersion).pause)
 end
 
 -- The list of images for a defaulted ClusterConfiguration.

@@ -8,6 +8,7 @@ local schema <const> = require "config.schema"
 local report <const> = require "config.report"
 local decode <const> = require "config.decode"
 local v1beta3 <const> = lazy.require "config.v1beta3"
+local releases <const> = require "config.releases"
 local flags <const> = require "config.flags"
 local defaults <const> = require "config.defaults"
 local validate <const> = require "config.validate"
@@ -109,7 +110,7 @@ end
 
 -- Decode the sources {name=, text=} into docs {slot = table}, checked and in v1beta4 shape.
 local function decode_sources(rep, sources, command)
-  local docs, first_at, v1beta3_timeout = {}, {}, nil
+  local docs, first_at, v1beta3_timeout, v1beta3_docs = {}, {}, nil, {}
   for _, src in ipairs(sources) do
     local list, err = yaml.decode(src.text, src.name)
     if not list then
@@ -134,6 +135,7 @@ local function decode_sources(rep, sources, command)
               rep:warn(here, nil, fmt("your configuration file uses a deprecated API spec: %q (kind: %q); it "
                 .. "is converted to %s. Please use 'kubeadm config migrate --old-config old.yaml "
                 .. "--new-config new.yaml'", api, kind, C.api_version))
+              v1beta3_docs[#v1beta3_docs + 1] = { at = here, kind = kind }
               docs[slot] = decode.document(rep, v1beta3.kinds[kind], doc, src.name, sibling_hint(kind))
               v1beta3_timeout = v1beta3.convert(rep, kind, docs[slot]) or v1beta3_timeout
             else
@@ -142,6 +144,15 @@ local function decode_sources(rep, sources, command)
           end
         end
       end
+    end
+  end
+  -- kubeadm v1.37 reads no v1beta3: a cluster of that minor refuses it, as that kubeadm would
+  local minor = releases.of(docs.cluster and docs.cluster.kubernetesVersion)
+  if minor and not minor.v1beta3 then
+    for _, d in ipairs(v1beta3_docs) do
+      rep:error(d.at, nil, fmt("your configuration file uses an old API spec: %q (kind: %q), which kubeadm v1.%d no "
+        .. "longer reads. Run 'moonadm config migrate --old-config old.yaml --new-config new.yaml', which writes "
+        .. "the same configuration as %s", C.api_version_v1beta3, d.kind, minor.minor, C.api_version))
     end
   end
   if v1beta3_timeout then

@@ -9,6 +9,7 @@
 -- structs (always present after defaulting, printed as {} when empty); other objects are
 -- Go pointers (absent unless given).
 local C <const> = require "config.constants"
+local releases <const> = require "config.releases"
 
 local schema = {}
 
@@ -153,7 +154,7 @@ schema.ClusterConfiguration = kind("ClusterConfiguration", {
     podSubnet = T.cidrs,
     dnsDomain = { T.dns_domain, default = C.dns_domain },
   })),
-  kubernetesVersion = { T.version, default = C.kubernetes_version },
+  kubernetesVersion = { T.version, default = releases.DEFAULT },
   controlPlaneEndpoint = T.endpoint,
   apiServer = struct(APIServer),
   controllerManager = struct(ControlPlaneComponent),

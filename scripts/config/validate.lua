@@ -6,6 +6,8 @@ local schema <const> = require "config.schema"
 local checks <const> = require "config.checks"
 local duration <const> = require "config.duration"
 local C <const> = require "config.constants"
+local releases <const> = require "config.releases"
+local gates <const> = require "config.gates"
 
 local validate = {}
 local fmt <const> = string.format
@@ -132,10 +134,20 @@ function RULES.ClusterConfiguration(rep, c)
     end
   end
   local v = c.kubernetesVersion
-  if v and v:match("^v%d") and checks.compare_versions(v, C.min_control_plane_version) < 0 then
+  local min_cp = ("v1.%d.0"):format(releases.OLDEST - 1)
+  if v and v:match("^v%d") and checks.compare_versions(v, min_cp) < 0 then
     rep:error(rep:at(c, "kubernetesVersion"), "ClusterConfiguration.kubernetesVersion", fmt(
       "this version of kubeadm only supports deploying clusters with the control plane version >= %s. "
-      .. "Current version: %s", C.min_control_plane_version:sub(2), v))
+      .. "Current version: %s", min_cp:sub(2), v))
+  elseif v and v:match("^v%d") and not releases.of(v) then
+    rep:error(rep:at(c, "kubernetesVersion"), "ClusterConfiguration.kubernetesVersion", select(2, releases.of(v)))
+  else
+    -- each gate as the cluster's own minor's kubeadm takes it
+    for name, value in pairs(c.featureGates or {}) do
+      local ok, msg = gates.check(name, value, v)
+      local where, path = rep:at(c.featureGates, name), "ClusterConfiguration.featureGates." .. name
+      if not ok then rep:error(where, path, msg) elseif msg then rep:warn(where, path, msg) end
+    end
   end
   pod_subnet_masks(rep, c)
   local cert, ca = duration.parse(c.certificateValidityPeriod), duration.parse(c.caCertificateValidityPeriod)

@@ -3,5 +3,4 @@
 return {
   scripts = "0.1.0",
   engine = "0.1",
-  kubernetes = "v1.35.4", -- the reference release moonadm is compatible with
 }

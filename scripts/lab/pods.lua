@@ -1,5 +1,5 @@
 -- How the lab's kubelet stand-in turns a static pod manifest into host processes: the container's
--- command + args with the image's binary from the lab bin dir, its env, and a private mount
+-- command + args with the binary of the image's release from the lab bin dir, its env, and a private mount
 -- namespace where each hostPath volume is bind-mounted from the node's root at its mountPath.
 local fs = require "moonadm.fs"
 
@@ -29,13 +29,41 @@ function M.image_binary(image)
   return (last:gsub("[:@].*$", ""))
 end
 
--- argv for one container: command[1] (or the image's name) resolved in bin_dir.
+-- image "registry.k8s.io/kube-apiserver:v1.36.3" -> "kube-apiserver:v1.36.3" (nil without a tag)
+local function image_key(image)
+  local last = (image or ""):match("([^/]+)$") or ""
+  last = last:gsub("@.*$", "")
+  if last:find(":", 1, true) then return last end
+end
+
+-- The binary of the release an image names: bin_dir/images/<name>:<tag>, which lab/build-bins.sh
+-- links for every release it built (so a manifest rewritten from :v1.35.4 to :v1.36.3 runs the new
+-- release). nil when the lab has no images/ folder (an older .lab/bin: the command's name is used);
+-- nil, message when it has one but not this tag, as a pull of an image nobody built would fail.
+function M.image_path(bin_dir, image)
+  local dir = bin_dir .. "/images"
+  if not host_exists(dir) then return nil end
+  local key = image_key(image)
+  if not key then return nil end
+  local path = dir .. "/" .. key
+  if host_exists(path) then return path end
+  return nil, ("the lab has no binary for image %s (%s is missing): build its release with "
+    .. "`LAB_RELEASES=<release> make lab-bins`"):format(image, path)
+end
+
+-- argv for one container: command[1] (or the image's name) resolved in bin_dir, from the image's
+-- release when the lab has it by tag.
 function M.argv(container, bin_dir)
   local argv = {}
   for _, a in ipairs(container.command or {}) do argv[#argv + 1] = a end
   for _, a in ipairs(container.args or {}) do argv[#argv + 1] = a end
   if #argv == 0 then argv[1] = M.image_binary(container.image) end
   local name = argv[1]:match("([^/]+)$")
+  if name == M.image_binary(container.image) then
+    local tagged, terr = M.image_path(bin_dir, container.image)
+    if terr then return nil, ("container %q: %s"):format(container.name or "?", terr) end
+    if tagged then argv[1] = tagged; return argv end
+  end
   local candidate = bin_dir .. "/" .. name
   if host_exists(candidate) then
     argv[1] = candidate

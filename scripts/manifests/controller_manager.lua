@@ -3,6 +3,7 @@ local args = require "manifests.args"
 local pod = require "manifests.pod"
 local fs = require "moonadm.fs"
 local C = require "config.constants"
+local releases = require "config.releases"
 local config_net = require "config.net"
 
 local M = {}
@@ -63,8 +64,10 @@ function M.build(ctx)
   local mounts = pod.ca_mounts()
   mounts[#mounts + 1] = pod.mount("k8s-certs", cert, cert, true, "DirectoryOrCreate")
   mounts[#mounts + 1] = pod.mount("kubeconfig", M.KUBECONFIG, M.KUBECONFIG, true, "FileOrCreate")
-  local flex = args.get(extra, "flex-volume-plugin-dir") or M.FLEXVOLUME_DIR
-  mounts[#mounts + 1] = pod.mount("flexvolume-dir", flex, flex, false, "DirectoryOrCreate")
+  if releases.must(cl.kubernetesVersion).kcm_flexvolume then -- kubeadm v1.36 dropped it
+    local flex = args.get(extra, "flex-volume-plugin-dir") or M.FLEXVOLUME_DIR
+    mounts[#mounts + 1] = pod.mount("flexvolume-dir", flex, flex, false, "DirectoryOrCreate")
+  end
   for _, m in ipairs(pod.extra_mounts(cl.controllerManager and cl.controllerManager.extraVolumes)) do
     mounts[#mounts + 1] = m
   end

@@ -2,6 +2,7 @@
 local args = require "manifests.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
+local releases = require "config.releases"
 local nodeview = require "node.view"
 local net = require "config.net"
 
@@ -80,7 +81,7 @@ end
 function M.image(cluster)
   local loc = cluster.etcd and cluster.etcd["local"] or {}
   local repo = loc.imageRepository or cluster.imageRepository or C.image_repository
-  return ("%s/etcd:%s"):format(repo, loc.imageTag or C.etcd_image_tag)
+  return ("%s/etcd:%s"):format(repo, loc.imageTag or releases.etcd_tag(cluster.kubernetesVersion))
 end
 
 function M.build(ctx, opts)

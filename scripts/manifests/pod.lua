@@ -6,6 +6,7 @@ local fs = require "moonadm.fs"
 local config = require "config"
 local cnet = require "config.net"
 local C = require "config.constants"
+local releases = require "config.releases"
 local core = require "moonadm.core"
 
 local M = {}
@@ -34,7 +35,7 @@ end
 -- <repo>/<component>:<version> with kubeadm's tag rule ('+' is not allowed in a tag).
 function M.image(cluster, component)
   local repo = cluster.imageRepository or C.image_repository
-  local version = (cluster.kubernetesVersion or C.kubernetes_version):gsub("%+", "_")
+  local version = (cluster.kubernetesVersion or releases.DEFAULT):gsub("%+", "_")
   return ("%s/%s:%s"):format(repo, component, version)
 end
 

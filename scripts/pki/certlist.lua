@@ -10,6 +10,7 @@
 --   etcd      belongs to the local-etcd set (dropped with external etcd)
 --   long      kubeadm's long name ("certificate for serving the Kubernetes API")
 local altnames = require "pki.altnames"
+local releases = require "config.releases"
 
 local M = {}
 
@@ -21,7 +22,8 @@ M.list = {
   { name = "apiserver", base = "apiserver", ca = "ca", cn = "kube-apiserver", ext = { "server_auth" },
     sans = altnames.apiserver, long = "certificate for serving the Kubernetes API" },
   { name = "apiserver-kubelet-client", base = "apiserver-kubelet-client", ca = "ca",
-    cn = "kube-apiserver-kubelet-client", o = { "kubeadm:cluster-admins" }, ext = { "client_auth" },
+    cn = "kube-apiserver-kubelet-client", o = { "kubeadm:cluster-admins" }, o_minor = "kubelet_client_admins",
+    ext = { "client_auth" },
     long = "certificate for the API server to connect to kubelet" },
   { name = "front-proxy-ca", base = "front-proxy-ca", is_ca = true, cn = "front-proxy-ca",
     long = "self-signed CA to provision identities for front proxy" },
@@ -66,6 +68,13 @@ function M.for_cluster(cluster, opts)
     end
   end
   return out
+end
+
+-- A row's organizations; o_minor names the release knob that decides them (kubeadm v1.36 took
+-- apiserver-kubelet-client out of kubeadm:cluster-admins and bound it to system:kubelet-api-admin).
+function M.org(c, E)
+  if c.o_minor and not releases.must(E.cluster and E.cluster.kubernetesVersion)[c.o_minor] then return nil end
+  return c.o
 end
 
 function M.cn(c, E)

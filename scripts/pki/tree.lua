@@ -267,7 +267,7 @@ function M.spec(E, c)
     return { cn = cn, dns = { cn }, is_ca = true, not_before = E.start - BACKDATE, not_after = E.start + E.ca_validity }
   end
   local dns, ips = M.sans(E, c)
-  return { cn = certlist.cn(c, E), o = c.o, dns = dns, ips = ips, ext_usages = c.ext,
+  return { cn = certlist.cn(c, E), o = certlist.org(c, E), dns = dns, ips = ips, ext_usages = c.ext,
     not_before = E.start - BACKDATE, not_after = E.start + E.leaf_validity }
 end
 

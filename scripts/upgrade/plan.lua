@@ -3,12 +3,12 @@
 -- the argument and the pinned reference release (config.constants) — never from the network.
 -- collect() reads the cluster; build() is pure (the spec feeds it facts); text/json/yaml print.
 local yaml = require "moonadm.yaml"
-local C = require "config.constants"
 local capi = require "cluster.api"
 local version = require "upgrade.version"
 local config_mod = require "config"
 local json = require "kube.json"
 local tabwriter = require "kube.tabwriter"
+local releases = require "config.releases"
 
 local M = {}
 
@@ -64,13 +64,23 @@ function M.collect(c)
   return f
 end
 
+-- What `upgrade plan` offers without --target (offline, as every moonadm lookup): the newest
+-- release it knows of the next minor, else of the cluster's own minor (its latest patch).
+function M.default_target(cluster_version)
+  local v = version.parse(cluster_version or "")
+  if not v then return releases.DEFAULT end
+  return releases.latest_of(v.minor + 1) or releases.latest_of(v.minor) or cluster_version
+end
+
 --[[ The plan: {cluster_version, kubeadm_version, target, up_to_date, policy = version.check result,
      kubelets = rows, components = rows, configs = rows}; a row = {name, node, current, target}. ]]
 function M.build(f, opts)
   opts = opts or {}
-  local target = version.normalize(opts.target or C.kubernetes_version)
+  local target = version.normalize(opts.target or M.default_target(f.cluster_version))
   if not target then error(("[upgrade/versions] invalid version %q"):format(tostring(opts.target)), 0) end
-  local plan = { cluster_version = f.cluster_version, kubeadm_version = C.kubernetes_version, target = target,
+  local target_release = releases.of(target)
+  local plan = { cluster_version = f.cluster_version, kubeadm_version = releases.latest_of(version.parse(target).minor)
+    or releases.newest(), target = target,
     kubelets = {}, components = {} }
   plan.policy = version.check { target = target, cluster = f.cluster_version, kubelets = f.kubelets,
     allow_experimental = opts.allow_experimental, allow_rc = opts.allow_rc }
@@ -85,10 +95,10 @@ function M.build(f, opts)
   end
   if f.kube_proxy and not f.proxy_disabled then row(plan.components, "kube-proxy", "", tag(f.kube_proxy), target) end
   if f.coredns and not f.dns_disabled then
-    row(plan.components, "CoreDNS", "", tag(f.coredns), f.dns_tag or C.coredns_image_tag)
+    row(plan.components, "CoreDNS", "", tag(f.coredns), f.dns_tag or (target_release and target_release.coredns) or "?")
   end
   if f.local_etcd ~= false then
-    for _, r in ipairs(f.static.etcd or {}) do row(plan.components, "etcd", r.node, tag(r.image), f.etcd_tag or C.etcd_image_tag) end
+    for _, r in ipairs(f.static.etcd or {}) do row(plan.components, "etcd", r.node, tag(r.image), f.etcd_tag or (target_release and releases.etcd_tag(target)) or "?") end
   end
   plan.up_to_date = not changes and version.compare(target, f.cluster_version) == 0
   plan.configs = {

@@ -7,6 +7,7 @@ local config = require "config"
 local cadmin = require "cluster.admin"
 local data = require "flows.upgrade.data"
 local version = require "upgrade.version"
+local releases = require "config.releases"
 local nodeview = require "node.view"
 
 local M = {}
@@ -92,7 +93,8 @@ function M.apply(ctx)
   local part = data.part(ctx)
   log.info("[upgrade/version] You have chosen to upgrade to version %q", target)
   log.info("[upgrade/versions] Cluster version: %s", current)
-  log.info("[upgrade/versions] kubeadm version: %s", config.constants.kubernetes_version)
+  local tv = version.parse(target or "")
+  log.info("[upgrade/versions] kubeadm version: %s", tv and releases.latest_of(tv.minor) or releases.newest())
   local r = version.check { target = target, cluster = current, kubelets = nodes,
     allow_experimental = part.allowExperimentalUpgrades, allow_rc = part.allowRCUpgrades }
   version.enforce(r, part.forceUpgrade or (ctx.flags and ctx.flags.force))
@@ -113,10 +115,9 @@ function M.node(ctx)
   local target = ctx.cfg.cluster.kubernetesVersion
   log.info("[upgrade] Upgrading this control-plane node to the cluster's version %s", tostring(target))
   local v = version.parse(target or "")
-  local k = version.parse(config.constants.kubernetes_version)
-  if v and v.minor > k.minor then
-    error(("[upgrade] the cluster's version %s is newer than this kubeadm (%s): upgrade moonadm first"):format(
-      target, config.constants.kubernetes_version), 0)
+  if v and v.minor > releases.NEWEST then
+    error(("[upgrade] the cluster's version %s is newer than this moonadm speaks (up to %s): upgrade moonadm first"):format(
+      target, releases.newest()), 0)
   end
 end
 

@@ -1,7 +1,7 @@
 -- kubeadm's upgrade version policy (EnforceVersionPolicies): which targets an upgrade may go to
 -- from the cluster's version with this kubeadm (the pinned reference release), and the kubelet
 -- skew. Pure: every input is given, nothing is looked up.
-local C = require "config.constants"
+local releases = require "config.releases"
 local log = require "framework.log"
 
 local M = {}
@@ -44,20 +44,23 @@ end
 
 M.KUBELET_SKEW = 3 -- kubelets may be up to 3 minors older than the control plane
 
---[[ M.check{target=, cluster=, kubeadm= (default: constants.kubernetes_version),
+--[[ M.check{target=, cluster=, kubeadm= (default: the newest release moonadm knows of the target minor),
              allow_experimental=, allow_rc=, kubelets = {{node=, version=}}}
 Returns {mandatory = {msg...}, skippable = {msg...}, warnings = {msg...}}. Mandatory errors stop an
 upgrade even with --force; skippable ones only without it; warnings are printed. ]]
 function M.check(o)
   local r = { mandatory = {}, skippable = {}, warnings = {} }
   local function add(list, fmt, ...) list[#list + 1] = fmt:format(...) end
-  local kubeadm_s = o.kubeadm or C.kubernetes_version
   local target, terr = M.parse(o.target)
   if not target then add(r.mandatory, "%s", terr) return r end
+  -- "the kubeadm version" is the newest release moonadm knows of the target's minor: one moonadm
+  -- is each minor's kubeadm (a newer patch than it knows needs --force, as a newer kubeadm would)
+  local kubeadm_s = o.kubeadm or releases.latest_of(target.minor) or releases.newest()
   local cluster, cerr = M.parse(o.cluster)
   if not cluster then add(r.mandatory, "the cluster version: %s", cerr) return r end
   local kubeadm = assert(M.parse(kubeadm_s))
-  local min_cp = M.parse(C.min_control_plane_version)
+  local min_cp_s = ("v1.%d.0"):format(releases.OLDEST - 1)
+  local min_cp = M.parse(min_cp_s)
 
   if target.major ~= cluster.major then
     add(r.mandatory, "Specified version to upgrade to %q changes the major version of the cluster (%s): not supported",
@@ -65,7 +68,7 @@ function M.check(o)
   end
   if M.compare(target, min_cp) < 0 then
     add(r.mandatory, "Specified version to upgrade to %q is equal to or lower than the minimum supported version %q. " ..
-      "Please specify a higher version to upgrade to", o.target, C.min_control_plane_version)
+      "Please specify a higher version to upgrade to", o.target, min_cp_s)
   end
   if target.minor > cluster.minor + 1 then
     add(r.mandatory, "Specified version to upgrade to %q is too high; kubeadm can upgrade only 1 minor version at a time",
@@ -82,10 +85,6 @@ function M.check(o)
       and target.major == kubeadm.major) then
     add(r.skippable, "Specified version to upgrade to %q is higher than the kubeadm version %q. Upgrade kubeadm " ..
       "first using the tool you used to install kubeadm", o.target, kubeadm_s)
-  end
-  if target.minor < kubeadm.minor - 1 then
-    add(r.mandatory, "Specified version to upgrade to %q is too low for kubeadm %s; this kubeadm deploys %s or newer",
-      o.target, kubeadm_s, C.min_control_plane_version)
   end
   if target.pre then
     local rc = target.pre:match("^rc")

@@ -20,14 +20,29 @@ local function has(list, needle)
   return nil
 end
 
-describe("config constants", function()
-  it("pins the reference release and its images in one place", function()
-    local C = config.constants
-    assert.equal("v1.35.4", C.kubernetes_version)
-    assert.equal("3.6.6-0", C.etcd_image_tag)
-    assert.equal("3.10.1", C.pause_image_tag)
-    assert.equal("v1.13.1", C.coredns_image_tag)
-    assert.equal("registry.k8s.io", C.image_repository)
+describe("config releases", function()
+  local releases = require "config.releases"
+  it("pins each minor's release and images as that minor's kubeadm does, in one place", function()
+    assert.equal("v1.35.4", releases.DEFAULT)
+    assert.same({ "v1.35", "v1.36", "v1.37" }, releases.supported())
+    local function pins(v) local r = assert(releases.of(v)) return { r.latest, r.etcd, r.pause, r.coredns } end
+    assert.same({ "v1.35.4", "3.6.6-0", "3.10.1", "v1.13.1" }, pins("v1.35.0"))
+    assert.same({ "v1.36.3", "3.6.8-0", "3.10.2", "v1.14.2" }, pins("v1.36.3"))
+    assert.same({ "v1.37.2", "3.7.0-0", "3.10.2", "v1.14.6" }, pins("v1.37.9"))
+    assert.equal("registry.k8s.io", config.constants.image_repository)
+  end)
+
+  it("gives a control plane of N-1 the oldest minor's kubeadm, and names the supported minors otherwise", function()
+    local r34 = assert(releases.of("v1.34.2"))
+    assert.equal(34, r34.minor)
+    assert.equal("v1.35.4", r34.latest)
+    assert.equal("3.6.6-0", releases.etcd_tag("v1.34.2"))
+    local r, err = releases.of("v1.38.0")
+    assert.is_nil(r)
+    assert.matches("Kubernetes v1%.38%.0 is not supported: moonadm makes clusters of v1%.35, v1%.36, v1%.37", err)
+    assert.is_nil((releases.of("v1.33.9")))
+    -- kubeadm v1.37 has no SupportedEtcdVersion entry for 37: the nearest entry's etcd
+    assert.equal("3.7.0-0", releases.etcd_tag("v1.37.2"))
   end)
 end)
 

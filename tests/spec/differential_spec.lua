@@ -178,14 +178,16 @@ end
 -- one run of both tools per config, shared by that config's tests
 
 local runs = {}
-local function run(name)
-  if runs[name] then return runs[name] end
-  ref.require()
+-- release: another minor's column (the fixture's kubernetesVersion replaced, that release's kubeadm)
+local function run(name, release)
+  local id = name .. (release and ("@" .. release) or "")
+  if runs[id] then return runs[id] end
+  ref.require(release)
   local scratch = h.tmpdir()
-  local cfg = ref.config(FIX .. name .. ".yaml", scratch)
+  local cfg = ref.config(FIX .. name .. ".yaml", scratch, release)
   local r = {
     scratch = scratch,
-    kubeadm = ref.run_kubeadm(cfg, PHASES, scratch),
+    kubeadm = ref.run_kubeadm(cfg, PHASES, scratch, { release = release }),
     moonadm = ref.run_moonadm(cfg, PHASES, scratch, { mkdirs = ref.host_ca_dirs() }),
     config = cfg,
   }
@@ -195,7 +197,7 @@ local function run(name)
   for i, o in ipairs(r.kubeadm.out) do
     assert(o.code == 0, ("kubeadm init phase %s failed:\n%s"):format(table.concat(PHASES[i], " "), o.output))
   end
-  runs[name] = r
+  runs[id] = r
   return r
 end
 
@@ -568,3 +570,27 @@ describe("differential: moonadm's local init phases against kubeadm v1.35.4", fu
     end)
   end
 end)
+
+-- One column per further minor moonadm speaks: the same fixtures with kubernetesVersion set to
+-- that release, against that release's own kubeadm (LAB_RELEASES builds it; without it these fail).
+-- Differences per release are listed with their entry in docs/compatibility.md.
+local RELEASE_COLUMNS = {
+  { release = "v1.36.3", configs = CONFIGS, expected = EXPECTED },
+}
+for _, col in ipairs(RELEASE_COLUMNS) do
+  describe("differential: moonadm's local init phases against kubeadm " .. col.release, function()
+    it("the reference kubeadm " .. col.release .. " is there (LAB_RELEASES=" .. col.release .. " make lab-bins)", function()
+      ref.require(col.release)
+    end)
+    for _, cfg in ipairs(col.configs) do
+      describe(cfg .. ":", function()
+        for _, area in ipairs { "files", "certs", "kubeconfigs", "manifests", "kubelet" } do
+          it(area .. " match kubeadm's, but for the documented differences", function()
+            local r = run(cfg, col.release)
+            assert.same((col.expected[cfg] or {})[area] or {}, AREAS[area](r))
+          end)
+        end
+      end)
+    end
+  end)
+end

@@ -15,16 +15,25 @@ M.VERSION = "v1.35.4"
 -- dirs itself and their modes can be compared; kubeadm reads nothing else under /var/lib.
 M.BIND_DIRS = { "/etc/kubernetes", "/var/lib" }
 
+-- The reference kubeadm of a release: the default release's at .lab/bin, another's in its folder
+-- (lab/build-bins.sh with LAB_RELEASES).
+function M.bin_for(release)
+  if not release or release == M.VERSION then return M.bin end
+  return h.top .. "/.lab/bin/" .. release .. "/kubeadm"
+end
+
 -- Raises (a failing spec, never a silent pass) when the reference binary is missing or of another version.
-function M.require()
-  local f = io.open(M.bin, "rb")
+function M.require(release)
+  local bin, want = M.bin_for(release), release or M.VERSION
+  local f = io.open(bin, "rb")
   if not f then
-    error(("the reference kubeadm is missing: %s (build it with `make lab-bins`)"):format(M.bin), 0)
+    error(("the reference kubeadm %s is missing: %s (build it with `LAB_RELEASES=%s make lab-bins`)"):format(
+      want, bin, want), 0)
   end
   f:close()
-  local code, out = proc.run { argv = { M.bin, "version", "-o", "short" } }
-  if code ~= 0 or not out:find(M.VERSION, 1, true) then
-    error(("%s is not kubeadm %s: %s"):format(M.bin, M.VERSION, tostring(out)), 0)
+  local code, out = proc.run { argv = { bin, "version", "-o", "short" } }
+  if code ~= 0 or not out:find(want, 1, true) then
+    error(("%s is not kubeadm %s: %s"):format(bin, want, tostring(out)), 0)
   end
 end
 
@@ -49,17 +58,20 @@ function M.snapshot(dir, skip)
   return out
 end
 
--- Copies a fixture config to dir/config.yaml, replacing @PATCHES@ with the fixture patches dir.
-function M.config(fixture, dir)
+-- Copies a fixture config to dir/config.yaml, replacing @PATCHES@ with the fixture patches dir
+-- and, given a release, its kubernetesVersion with that release.
+function M.config(fixture, dir, release)
   local text = assert(h.read(fixture), "no fixture " .. fixture)
   text = text:gsub("@PATCHES@", h.top .. "/tests/spec/fixtures/diff/patches")
+  if release then text = text:gsub("\nkubernetesVersion: v[%d.]+", "\nkubernetesVersion: " .. release) end
   local path = dir .. "/config.yaml"
   h.write(path, text)
   return path
 end
 
 -- Runs kubeadm's phases: phases = list of argument lists after `init phase` (a number instead of a
--- list: sleep that many seconds); opts.env: the whole environment, as a list of "NAME=value". Returns
+-- list: sleep that many seconds); opts.env: the whole environment, as a list of "NAME=value";
+-- opts.release: whose kubeadm (default the lab's default release). Returns
 -- {root = scratch dir, files = snapshot, out = {[i] = {args, code, output}}}. kubeadm sees the
 -- machine's own /etc, /usr, PATH and network; only the three state dirs are private.
 function M.run_kubeadm(config, phases, scratch, opts)
@@ -73,7 +85,7 @@ function M.run_kubeadm(config, phases, scratch, opts)
   local outs = {}
   for i, args in ipairs(phases) do
     if type(args) == "number" then os.execute("sleep " .. args); goto next end
-    local argv = { M.bin, "init", "phase" }
+    local argv = { M.bin_for(opts.release), "init", "phase" }
     for _, a in ipairs(args) do argv[#argv + 1] = a end
     argv[#argv + 1] = "--config"
     argv[#argv + 1] = config

@@ -10,7 +10,7 @@ local difflib = require "upgrade.difflib"
 local kubeletconfig = require "upgrade.kubelet_config"
 local kubeconfig = require "upgrade.kubelet_conf"
 local addon = require "upgrade.addon"
-local C = require "config.constants"
+local releases = require "config.releases"
 
 local function check(target, cluster, extra)
   local o = { target = target, cluster = cluster }
@@ -54,9 +54,15 @@ describe("upgrade version policy", function()
   end)
 
   it("needs --force for a version newer than kubeadm, and the allow flags for pre-releases", function()
+    -- "the kubeadm version" is the newest release moonadm knows of the target's minor
     local r = check("v1.36.0", "v1.35.4")
     assert.same({}, r.mandatory)
-    assert.matches("higher than the kubeadm version", r.skippable[1])
+    assert.same({}, r.skippable)
+    r = check("v1.36.9", "v1.36.3")
+    assert.same({}, r.mandatory)
+    assert.matches('higher than the kubeadm version "v1.36.3"', r.skippable[1])
+    r = check("v1.38.0", "v1.37.2")
+    assert.matches('higher than the kubeadm version "v1.37.2"', r.skippable[1])
     r = check("v1.35.5-rc.0", "v1.35.4")
     assert.matches("unstable version", table.concat(r.skippable, "\n"))
     r = check("v1.35.5-rc.0", "v1.35.4", { allow_rc = true })
@@ -106,16 +112,19 @@ local FACTS = {
 }
 
 describe("upgrade plan", function()
-  it("targets the pinned release when no version is given, never the network", function()
+  it("targets the next minor's newest known release when no version is given, never the network", function()
     local p = plan.build(FACTS)
-    assert.equal(C.kubernetes_version, p.target)
+    assert.equal("v1.35.4", p.target)
+    assert.equal("v1.36.3", plan.default_target("v1.35.4"))
+    assert.equal("v1.37.2", plan.default_target("v1.36.1"))
+    assert.equal("v1.37.2", plan.default_target("v1.37.0"))
     assert.is_false(p.up_to_date)
     local names = {}
     for _, r in ipairs(p.components) do names[#names + 1] = r.name .. "@" .. r.node .. "=" .. r.current .. ">" .. r.target end
     assert.same({
-      "kube-apiserver@cp1=v1.34.3>" .. C.kubernetes_version, "kube-controller-manager@cp1=v1.34.3>" .. C.kubernetes_version,
-      "kube-scheduler@cp1=v1.34.3>" .. C.kubernetes_version, "kube-proxy@=v1.34.3>" .. C.kubernetes_version,
-      "CoreDNS@=v1.12.1>" .. C.coredns_image_tag, "etcd@cp1=3.6.5-0>" .. C.etcd_image_tag }, names)
+      "kube-apiserver@cp1=v1.34.3>v1.35.4", "kube-controller-manager@cp1=v1.34.3>v1.35.4",
+      "kube-scheduler@cp1=v1.34.3>v1.35.4", "kube-proxy@=v1.34.3>v1.35.4",
+      "CoreDNS@=v1.12.1>v1.13.1", "etcd@cp1=3.6.5-0>3.6.6-0" }, names)
     assert.equal(2, #p.kubelets)
   end)
 
@@ -131,13 +140,15 @@ describe("upgrade plan", function()
 
   it("says up-to-date when everything runs the target", function()
     local f = cjson.decode(cjson.encode(FACTS))
-    f.cluster_version = "v1.35.4"
-    for _, k in ipairs(f.kubelets) do k.version = "v1.35.4" end
+    -- the newest minor moonadm speaks, at its newest release: nothing further to offer
+    local newest = releases.of(releases.newest())
+    f.cluster_version = newest.latest
+    for _, k in ipairs(f.kubelets) do k.version = newest.latest end
     for comp, rows in pairs(f.static) do
-      for _, r in ipairs(rows) do r.image = r.image:gsub(":.*$", comp == "etcd" and ":" .. C.etcd_image_tag or ":v1.35.4") end
+      for _, r in ipairs(rows) do r.image = r.image:gsub(":.*$", ":" .. (comp == "etcd" and newest.etcd or newest.latest)) end
     end
-    f.coredns = "registry.k8s.io/coredns/coredns:" .. C.coredns_image_tag
-    f.kube_proxy = "registry.k8s.io/kube-proxy:v1.35.4"
+    f.coredns = "registry.k8s.io/coredns/coredns:" .. newest.coredns
+    f.kube_proxy = "registry.k8s.io/kube-proxy:" .. newest.latest
     local p = plan.build(f)
     assert.is_true(p.up_to_date)
     assert.matches("Awesome, you're up%-to%-date! Enjoy!", plan.text(p))

@@ -7,6 +7,7 @@ local lazy = require "framework.lazy"
 local preflight = lazy.require "node.preflight"
 local log = require "framework.log"
 local C = lazy.require "config.constants"
+local releases = lazy.require "config.releases"
 local nodeview = lazy.require "node.view"
 
 return {
@@ -28,7 +29,7 @@ return {
     }
     -- The cluster's version is only known after discovery: the kubelet skew is checked against this
     -- engine's release here, as kubeadm checks against its own version before discovery.
-    local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or C.kubernetes_version
+    local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or releases.DEFAULT
     for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), cp_version)) do checks[#checks + 1] = c end
     if join.controlPlane then
       local ok, ip = pcall(nodeview.advertise_address, ctx)
