@@ -62,12 +62,24 @@ function M.apply(ctx, c, obj, opts)
     return obj, "dry-run"
   end
   local live, how
-  if obj.kind == "Service" then
-    -- a second create of a Service with a fixed clusterIP fails with 422 (IP allocated) before
-    -- the 409, so look first and update in place (keeping the live resourceVersion)
-    live, how = M.update_service(c, obj)
-  else
-    live, how = c:create_or_update(obj, opts)
+  -- An API server that has just been restarted (an upgrade, a join) answers 401/403 until its
+  -- authenticator and RBAC caches are filled: retried until the API-call timeout, as kubeadm's
+  -- CreateOrUpdate retries every error; any other failure is raised at once.
+  local deadline, wait = core.now() + M.timeout(ctx, "kubernetesAPICall"), 0.25
+  while true do
+    if obj.kind == "Service" then
+      -- a second create of a Service with a fixed clusterIP fails with 422 (IP allocated) before
+      -- the 409, so look first and update in place (keeping the live resourceVersion)
+      live, how = M.update_service(c, obj)
+    else
+      live, how = c:create_or_update(obj, opts)
+    end
+    local code = not live and type(how) == "table" and how.code
+    if live or not (code == 401 or code == 403) or core.now() + wait > deadline then break end
+    log.v(1, "%s: %s; retrying in %.2fs (a restarted API server fills its caches first)", M.describe(obj),
+      tostring(client.handled(how)), wait)
+    core.sleep(wait)
+    wait = math.min(wait * 2, 2)
   end
   if not live then error(("creating or updating %s: %s"):format(M.describe(obj), tostring(how)), 0) end
   log.v(2, "%s %s", M.describe(obj), how)

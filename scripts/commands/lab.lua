@@ -8,6 +8,7 @@ local kubelet = require "lab.kubelet"
 local lab_lb = require "lab.lb"
 local log = require "framework.log"
 local net = require "lab.net"
+local releases = require "config.releases"
 local lab_node = require "lab.node"
 local lab_systemctl = require "lab.systemctl"
 
@@ -37,6 +38,8 @@ M.flags = {
     { name = "external-etcd", type = "int", default = 0, help = "Run an external etcd cluster of N members (e1..eN) and use it instead of stacked etcd" },
     { name = "spares", type = "int", default = 0, help = "Nodes s1..sN with a kubelet but not joined (for experiments: `lab exec s1 -- moonadm join ...`)" },
     { name = "feature-gates", type = "string", help = "Feature gates for the init ClusterConfiguration" },
+    { name = "kubernetes-version", type = "string", help = "The Kubernetes release the lab runs (default " ..
+      releases.DEFAULT .. "; another is built with LAB_RELEASES=<release> make lab-bins)" },
     { name = "config", type = "string", help = "A kubeadm config file for init (address and name are filled in)" },
     { name = "flow", type = "string", help = "A flow file for init (see docs/scripting.md)" },
     { name = "join-flow", type = "string", help = "A flow file for the joins" },
@@ -57,6 +60,8 @@ M.flags = {
     { name = "node-ip", type = "string", help = "The node's address" },
     { name = "bin-dir", type = "string", help = "Where the static pods' binaries are" },
     { name = "node-name", type = "string", help = "The node's name (default the hostname)" },
+    { name = "kubelet-version", type = "string", help = "The kubelet version the Node reports (default " ..
+      releases.DEFAULT .. ")" },
     { name = "healthz-port", type = "int", default = 10248, help = "The healthz port on 127.0.0.1" },
     { name = "scripts", type = "string" }, { name = "insecure-scripts", type = "bool" },
     { name = "v", short = "v", type = "int", default = 0 },
@@ -153,7 +158,7 @@ function M.kubelet(argv)
   end
   local ok_api, node_api = pcall(require, "lab.node_api")
   local k = kubelet.new { root = cluster.abs(flags.root), node_ip = flags["node-ip"], bin_dir = cluster.abs(flags["bin-dir"]),
-    node_name = flags["node-name"] or core.hostname() }
+    node_name = flags["node-name"] or core.hostname(), kubelet_version = flags["kubelet-version"] }
   k:run { healthz_port = flags["healthz-port"], api = ok_api and node_api.new or nil }
   return 0
 end

@@ -21,6 +21,7 @@ local ext = require "lab.external_etcd"
 local cni = require "lab.cni"
 local lab_node = require "lab.node"
 local preflight = require "node.preflight"
+local releases = require "config.releases"
 
 local M = {}
 local join_config
@@ -409,6 +410,7 @@ local function init_config(st, node, user_config, gates)
   init.certificateKey = init.certificateKey or st.certificate_key
   st.certificate_key = init.certificateKey
   if st.endpoint and not cluster.controlPlaneEndpoint then cluster.controlPlaneEndpoint = st.endpoint end
+  if st.kubernetes_version then cluster.kubernetesVersion = st.kubernetes_version end
   if st.external and not cluster.etcd then
     cluster.etcd = { external = { endpoints = st.external.endpoints, caFile = "/etc/kubernetes/pki/etcd/ca.crt",
       certFile = "/etc/kubernetes/pki/apiserver-etcd-client.crt", keyFile = "/etc/kubernetes/pki/apiserver-etcd-client.key" } }
@@ -535,6 +537,13 @@ function M.up(flags, set)
   need_root()
   local bin = M.abs(flags["bin-dir"] or M.default_bin())
   local real = flags.kubelet == "real"
+  -- the release the lab runs: its manifests name it, the stand-in runs that release's binaries
+  local k8s_version = flags["kubernetes-version"] or releases.DEFAULT
+  if not releases.of(k8s_version) then error("--kubernetes-version: " .. select(2, releases.of(k8s_version)), 0) end
+  if real and k8s_version ~= releases.DEFAULT then
+    error(("--kubernetes-version %s: the real-kubelet lab has node binaries of %s only; use --kubelet standin"):format(
+      k8s_version, releases.DEFAULT), 0)
+  end
   if flags.kubelet ~= "real" and flags.kubelet ~= "standin" then
     error(("--kubelet %q: give standin (the lab's stand-in, the default) or real (kubelet and containerd)"):format(flags.kubelet), 0)
   end
@@ -544,6 +553,10 @@ function M.up(flags, set)
     local f = io.open(bin .. "/" .. b, "r")
     if not f then error(("%s/%s is missing: run `make %s` first"):format(bin, b, real and "lab-bins-node" or "lab-bins"), 0) end
     f:close()
+  end
+  if k8s_version ~= releases.DEFAULT and not fs.exists(bin .. "/images/kube-apiserver:" .. k8s_version) then
+    error(("%s/images/kube-apiserver:%s is missing: build the release with `LAB_RELEASES=%s make lab-bins`"):format(
+      bin, k8s_version, k8s_version), 0)
   end
   if real then
     -- Debian's runc and CNI plugins (tools/deps.sh): without them containerd fails later, less clearly
@@ -603,7 +616,7 @@ function M.up(flags, set)
   end)
   if not okc then release() error(cerr, 0) end
   local st = { name = name, dir = dir, bin_dir = bin, subnet = subnet, nodes = {}, created_dirs = {},
-    kubelet = real and "real" or "standin" }
+    kubelet = real and "real" or "standin", kubernetes_version = k8s_version }
   for _, d in ipairs(NODE_DIRS) do
     if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
   end
@@ -643,7 +656,8 @@ function M.up(flags, set)
         start_real_node(st, n, images)
       else
         local pid, serr = proc.spawn { argv = { core.exe(), "lab", "kubelet", "--root", n.root, "--node-ip", n.ip,
-          "--bin-dir", bin, "--node-name", n.name }, netns = net.netns_path(n.name, name),
+          "--bin-dir", bin, "--node-name", n.name, "--kubelet-version", st.kubernetes_version or releases.DEFAULT },
+          netns = net.netns_path(n.name, name),
           log = n.root .. "/var/log/moonadm-kubelet.log", new_session = true }
         if not pid then error(serr, 0) end
         n.kubelet_pid = pid

@@ -11,6 +11,7 @@ local fs = require "moonadm.fs"
 local proc = require "moonadm.proc"
 local yaml = require "moonadm.yaml"
 local pods_mod = require "lab.pods"
+local releases = require "config.releases"
 local encoding = require "moonadm.encoding"
 
 local M = {}
@@ -32,6 +33,7 @@ function M.new(opts)
   local self = setmetatable({
     root = opts.root, node_ip = opts.node_ip, bin_dir = opts.bin_dir,
     node_name = opts.node_name, pods = {}, stopping = {}, api = nil,
+    kubelet_version = opts.kubelet_version or releases.DEFAULT,
   }, Kubelet)
   fs.set_root(self.root)
   return self

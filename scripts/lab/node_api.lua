@@ -184,7 +184,7 @@ function M:node_status()
     capacity = { cpu = tostring(core.ncpu()), memory = "8Gi", pods = "110", ["ephemeral-storage"] = "50Gi" },
     allocatable = { cpu = tostring(core.ncpu()), memory = "8Gi", pods = "110", ["ephemeral-storage"] = "50Gi" },
     daemonEndpoints = { kubeletEndpoint = { Port = 10250 } },
-    nodeInfo = { kubeletVersion = version.kubernetes, kubeProxyVersion = "", operatingSystem = "linux",
+    nodeInfo = { kubeletVersion = self.k.kubelet_version, kubeProxyVersion = "", operatingSystem = "linux",
       architecture = "amd64", containerRuntimeVersion = "moonadm-lab://" .. version.scripts,
       osImage = "moonadm lab node", kernelVersion = "", machineID = "", systemUUID = "", bootID = "" },
     conditions = {},

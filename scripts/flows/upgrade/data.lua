@@ -105,7 +105,12 @@ function M.prepare(ctx, opts)
     ctx.data.kubeproxy_user_supplied = not up.signed(pcm)
   end
   ctx.data.proxy_configmap = pcm ~= nil
-  ctx.data.coredns_configmap = get_cm(c, "coredns") ~= nil
+  -- only the addon phase asks, and a worker (whose kubelet credentials may not read it) skips that
+  local dns, derr = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = "coredns" })
+  if derr and derr.code ~= 403 then
+    error(("[upgrade/config] reading ConfigMap %s/coredns: %s"):format(M.NS, tostring(derr)), 0)
+  end
+  ctx.data.coredns_configmap = dns ~= nil
 
   -- this node as init's builders see a node
   -- the CN of kubelet.conf's client certificate (system:node:NAME), as kubeadm's GetNodeRegistration

@@ -1,0 +1,127 @@
+-- A minor upgrade on an own 1 control plane + 1 worker lab (e2emin, 10.253.21): v1.35.4 -> v1.36.3
+-- with `moonadm upgrade plan`, `upgrade apply` on cp1 and `upgrade node` on w1, the stand-in running
+-- each manifest's release by its image tag. After it every component runs v1.36.3 and etcd 3.6.8,
+-- and the reference kubeadm v1.36.3 finds nothing to do (`upgrade plan`) and accepts both nodes
+-- (`upgrade node --dry-run`). A poller counts the API server's /readyz failures during the apply
+-- (one control plane: the restart is seen; the figure is printed). Needs LAB_RELEASES=v1.36.3.
+local cjson = require "cjson"
+local fixture = require "lab_fixture"
+local h = require "helpers"
+
+local LAB = { name = "e2emin", subnet = "10.253.21" }
+local FROM, TO = "v1.35.4", "v1.36.3"
+local KUBEADM_TO = h.top .. "/.lab/bin/" .. TO .. "/kubeadm"
+
+local function read(p)
+  local f = io.open(p, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- The binaries the lab's processes run (the stand-in's children), as .lab/bin/images/<image>:<tag>.
+local function running_images()
+  local p = io.popen("ps -eo args= 2>/dev/null")
+  local out = {}
+  for line in p:lines() do
+    local img = line:match("^%S*/%.lab/bin/images/(%S+)")
+    if img then out[#out + 1] = img end
+  end
+  p:close()
+  table.sort(out)
+  return out
+end
+
+describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control plane + 1 worker)", function()
+  local st
+
+  local function kubectl(args) return fixture.kubectl(st, args) end
+  local function on(node, argv)
+    local code, out, err = fixture.exec(st, node, argv)
+    return code, out .. err
+  end
+
+  setup(function()
+    assert(io.open(KUBEADM_TO), ("the reference kubeadm %s is missing: LAB_RELEASES=%s make lab-bins"):format(TO, TO))
+    local code, out, err = h.moonadm({ "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet, "--workers", "1" })
+    assert(code == 0, ("lab %s did not come up:\n%s\n%s"):format(LAB.name, out, err))
+    st = cjson.decode((assert(read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
+  end)
+
+  teardown(function()
+    h.moonadm({ "lab", "down", "--name", LAB.name })
+  end)
+
+  it("plan offers the next minor, naming what changes (offline)", function()
+    local code, out = on("cp1", { "moonadm", "upgrade", "plan" })
+    assert.equal(0, code, out)
+    assert.matches("Latest version in the v1%.36 series: v1%.36%.3", out)
+    assert.matches("kube%-apiserver%s+cp1%s+v1%.35%.4%s+v1%.36%.3", out)
+    assert.matches("CoreDNS%s+v1%.13%.1%s+v1%.14%.2", out)
+    assert.matches("etcd%s+cp1%s+3%.6%.6%-0%s+3%.6%.8%-0", out)
+    assert.matches("moonadm upgrade apply v1%.36%.3", out)
+  end)
+
+  it("refuses skipping a minor and a downgrade across minors", function()
+    local code, out = on("cp1", { "moonadm", "upgrade", "apply", "v1.37.2", "--yes" })
+    assert.are_not.equal(0, code)
+    assert.matches("only 1 minor version at a time", out)
+    code, out = on("cp1", { "moonadm", "upgrade", "apply", "v1.34.3", "--yes" })
+    assert.are_not.equal(0, code)
+    assert.matches("downgrading across minor versions", out)
+  end)
+
+  it("apply on cp1 replaces etcd and every component by the new release's binaries", function()
+    assert.same({ "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM }, running_images())
+    -- /readyz polled every 0.25 s through the whole apply
+    local dir = h.tmpdir()
+    local poll = ([[(while [ ! -e %s/stop ]; do %s --kubeconfig %s get --raw /readyz >/dev/null 2>&1 && echo ok || echo fail; sleep 0.25; done) > %s/polls 2>&1 &]])
+      :format(h.q(dir), h.q(fixture.bin_dir .. "/kubectl"), h.q(st.dir .. "/super-admin.conf"), h.q(dir))
+    os.execute(poll)
+    local t0 = os.time()
+    local code, out = on("cp1", { "moonadm", "upgrade", "apply", TO, "--yes" })
+    local took = os.time() - t0
+    os.execute("sleep 1; touch " .. h.q(dir .. "/stop") .. "; sleep 1")
+    local polls = read(dir .. "/polls") or ""
+    h.rmrf(dir)
+    local ok_n, fail_n = select(2, polls:gsub("ok\n", "")), select(2, polls:gsub("fail\n", ""))
+    io.stderr:write(("\n[figure] upgrade apply %s -> %s (1 control plane): %ds; /readyz failed %d of %d polls\n")
+      :format(FROM, TO, took, fail_n, ok_n + fail_n))
+    assert.equal(0, code, out)
+    assert.matches('SUCCESS! A control plane node of your cluster was upgraded to "v1%.36%.3"', out)
+    assert.is_true(ok_n > 0)
+    assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. TO, "kube-controller-manager:" .. TO, "kube-scheduler:" .. TO },
+      running_images())
+    local rc, v = kubectl({ "version", "-o", "json" })
+    assert.equal(0, rc, v)
+    assert.equal(TO, cjson.decode(v:match("{.*}")).serverVersion.gitVersion)
+    -- what kubeadm v1.36 adds and drops
+    rc, v = kubectl({ "get", "clusterrolebinding", "kubeadm:apiserver-kubelet-client", "-o",
+      "jsonpath={.roleRef.name} {.subjects[0].name}" })
+    assert.equal(0, rc, v)
+    assert.equal("system:kubelet-api-admin kube-apiserver-kubelet-client", v)
+    local kcm = read(st.nodes[1].root .. "/etc/kubernetes/manifests/kube-controller-manager.yaml")
+    assert.is_nil(kcm:find("flexvolume", 1, true))
+    rc, v = kubectl({ "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}" })
+    assert.equal("registry.k8s.io/coredns/coredns:v1.14.2", v)
+  end)
+
+  it("upgrade node on the worker, then the reference kubeadm " .. TO .. " finds nothing to do and accepts each node", function()
+    local code, out = on("w1", { "moonadm", "upgrade", "node" })
+    assert.equal(0, code, out)
+    assert.matches("successfully completed %(cluster version v1%.36%.3%)", out)
+    -- the stand-in cannot run kubeadm's health-check Job: that check only
+    code, out = on("cp1", { KUBEADM_TO, "upgrade", "plan", "--ignore-preflight-errors=CreateJob" })
+    assert.equal(0, code, out)
+    assert.matches("Cluster version: 1%.36%.3", out)
+    assert.is_nil(out:find("You can now apply the upgrade", 1, true), out)
+    for _, node in ipairs { "cp1", "w1" } do
+      -- the lab has no container runtime or cgroup v2 for kubeadm's node preflight
+      code, out = on(node, { KUBEADM_TO, "upgrade", "node", "--dry-run", "--ignore-preflight-errors=all" })
+      assert.equal(0, code, out)
+      assert.matches("Finished dryrunning successfully", out)
+    end
+  end)
+end)
