@@ -2,8 +2,10 @@
 # Builds the lab's real components with the machine's Go from the Go module proxy into .lab/bin:
 #   lab/build-bins.sh [control-plane] [node]      (no argument: control-plane)
 #   LAB_RELEASES="v1.35.4 v1.36.3" lab/build-bins.sh control-plane
+#   LAB_RELEASES=v1.37.2 lab/build-bins.sh reference
 # control-plane: kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl (k8s.io/kubernetes,
 #                lab/k8s), etcd etcdctl (go.etcd.io/etcd, lab/etcd)
+# reference:     the release's kubeadm alone (the differential spec's column for that release)
 # node:          what the real-kubelet lab adds: kubelet kube-proxy (lab/node: the same release and
 #                staging pins), containerd v2 with its runc shim and ctr, crictl (cri-tools), coredns,
 #                lab-image (lab/images: writes the lab's images with go-containerregistry) and pause
@@ -82,6 +84,12 @@ for set in $sets; do
     key=$( { echo "$bins -trimpath -s -w gitTreeState=clean"; cat "$rdir"/k8s/go.mod "$rdir"/k8s/go.sum \
             "$rdir"/k8s/tools.go "$rdir"/etcd/go.mod "$rdir"/etcd/go.sum "$rdir"/etcd/tools.go; } | sha256sum | cut -c1-16)
     cache="$cache_root/$release-$etcd-$key" ;;
+  reference)
+    # the release's kubeadm alone: what the differential spec's column for that release needs
+    bins="kubeadm"
+    key=$( { echo "$bins -trimpath -s -w gitTreeState=clean"; cat "$rdir"/k8s/go.mod "$rdir"/k8s/go.sum "$rdir"/k8s/tools.go; } \
+      | sha256sum | cut -c1-16)
+    cache="$cache_root/reference-$release-$key" ;;
   node)
     [ -f "$rdir/node/go.mod" ] || { echo "lab-bins: no node set for release '$release' yet (only $DEFAULT_RELEASE)" >&2; exit 2; }
     bins="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr crictl coredns lab-image pause"
@@ -89,14 +97,16 @@ for set in $sets; do
              cat "$rdir"/node/go.mod "$rdir"/node/go.sum "$rdir"/node/tools.go "$here"/images/go.mod \
                "$here"/images/go.sum "$here"/images/main.go "$here"/images/pause.c; } | sha256sum | cut -c1-16)
     cache="$cache_root/node-$release-$CONTAINERD_VERSION-$key" ;;
-  *) echo "lab-bins: unknown set '$set' (control-plane, node)" >&2; exit 2 ;;
+  *) echo "lab-bins: unknown set '$set' (control-plane, reference, node)" >&2; exit 2 ;;
   esac
   have_all=1; for b in $bins; do [ -x "$cache/$b" ] || have_all=0; done
   if [ $have_all = 0 ]; then
-    command -v go >/dev/null || { echo "lab-bins: Go is not installed (need go >= 1.25)" >&2; exit 1; }
+    command -v go >/dev/null || { echo "lab-bins: Go is not installed (need go >= 1.26)" >&2; exit 1; }
     tmp=$cache.tmp
     mkdir -p "$tmp"
-    if [ "$set" = control-plane ]; then
+    if [ "$set" = reference ]; then
+      build "$rdir/k8s" k8s.io/kubernetes/cmd/kubeadm kubeadm "$k8s_ld"
+    elif [ "$set" = control-plane ]; then
       build "$rdir/etcd" go.etcd.io/etcd/server/v3 etcd "-s -w"
       build "$rdir/etcd" go.etcd.io/etcd/etcdctl/v3 etcdctl "-s -w"
       for c in kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl; do
@@ -130,7 +140,9 @@ for set in $sets; do
     esac
   done
   # No `| head` here: under pipefail a reader that exits first kills the writer with SIGPIPE (exit 141).
-  if [ "$set" = control-plane ]; then
+  if [ "$set" = reference ]; then
+    "$out/$release/kubeadm" version -o short
+  elif [ "$set" = control-plane ]; then
     "$out/$release/kube-apiserver" --version
     etcd_out=$("$out/$release/etcd" --version)
     echo "${etcd_out%%$'\n'*}"

@@ -609,3 +609,39 @@ describe("config.duration_seconds", function()
     assert.is_nil(config.duration_seconds("soon"))
   end)
 end)
+
+describe("config per Kubernetes minor", function()
+  local function cluster_doc(version, extra)
+    return "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nkubernetesVersion: " .. version .. "\n"
+      .. (extra or "")
+  end
+
+  it("takes each minor's gates: a gate that minor removed is an error naming the line and what became of it", function()
+    local gates = "featureGates:\n  ControlPlaneKubeletLocalMode: true\n"
+    assert(load_text(cluster_doc("v1.35.4", gates)))
+    local c, err = load_text(cluster_doc("v1.36.3", gates))
+    assert.is_nil(c)
+    assert.matches('kubeadm.yaml:5: ClusterConfiguration.featureGates.ControlPlaneKubeletLocalMode: feature gate '
+      .. '"ControlPlaneKubeletLocalMode" was removed in kubeadm v1.36: its behaviour is now always on', err, 1, true)
+    c, err = load_text(cluster_doc("v1.37.2", "featureGates:\n  NodeLocalCRISocket: true\n"))
+    assert.is_nil(c)
+    assert.truthy(err:find('feature gate "NodeLocalCRISocket" was removed in kubeadm v1.37', 1, true), err)
+    -- a removed gate whose behaviour stayed counts as on
+    local ok = assert(load_text(cluster_doc("v1.37.2")))
+    assert.is_true(ok.gates.NodeLocalCRISocket)
+    assert.is_true(ok.gates.ControlPlaneKubeletLocalMode)
+  end)
+
+  it("refuses a minor it does not speak, and v1beta3 for v1.37", function()
+    local c, err = load_text(cluster_doc("v1.38.0"))
+    assert.is_nil(c)
+    assert.truthy(err:find("kubeadm.yaml:3: ClusterConfiguration.kubernetesVersion: Kubernetes v1.38.0 is not "
+      .. "supported: moonadm makes clusters of v1.35, v1.36, v1.37", 1, true), err)
+    local v1beta3 = "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: %s\n"
+    assert(load_text(v1beta3:format("v1.36.3")))
+    c, err = load_text(v1beta3:format("v1.37.2"))
+    assert.is_nil(c)
+    assert.truthy(err:find('kubeadm.yaml:1: your configuration file uses an old API spec: "kubeadm.k8s.io/v1beta3" '
+      .. '(kind: "ClusterConfiguration"), which kubeadm v1.37 no longer reads', 1, true), err)
+  end)
+end)

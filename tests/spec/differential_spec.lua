@@ -350,6 +350,46 @@ local function moonadm_preflight_names(cfgfile, runtime)
   return names
 end
 
+-- `init phase addon coredns|kube-proxy --print-manifest`: the documents decoded (by kind and
+-- name) and the bytes. Differences found here are listed in ADDON_EXPECTED (docs/compatibility.md).
+-- Open (the addon phase's owner; docs/compatibility.md): kubeadm prints its Service with
+-- resourceVersion "0" and the kube-proxy RoleBinding subject without apiGroup; kubeadm's coredns
+-- text is its template (comments, flow lists), so bytes differ.
+local CD = { 'coredns.Service/kube-dns.metadata.resourceVersion: only kubeadm has it ("0")', "coredns: bytes differ" }
+local KP = { 'kube-proxy.RoleBinding/kube-proxy.subjects[0].apiGroup: only moonadm has it ("rbac.authorization.k8s.io")',
+  "kube-proxy: bytes differ" }
+local ADDON_EXPECTED = { ["coredns/defaults"] = CD, ["coredns/ecdsa"] = CD, ["kube-proxy/defaults"] = KP,
+  ["kube-proxy/ecdsa"] = KP }
+
+local function addon_diffs(addon, cfg, release)
+  local r = run(cfg, release)
+  local ok, out = ref.moonadm_has_print_manifest(r.config)
+  assert(ok, "moonadm init phase addon --print-manifest failed: " .. out)
+  local scratch = h.tmpdir()
+  local P = { { "addon", addon, "--print-manifest" } }
+  local k = ref.run_kubeadm(r.config, P, scratch, { release = release })
+  local m = ref.run_moonadm(r.config, P, scratch)
+  h.rmrf(scratch)
+  assert.equal(0, k.out[1].code, k.out[1].output)
+  assert.equal(0, m.out[1].code, m.out[1].output)
+  local function docs(text)
+    local by = {}
+    for _, d in ipairs(assert(yaml.decode(text))) do
+      if type(d) == "table" and d.kind then
+        -- component configs inside ConfigMaps compare decoded too
+        for key, v in pairs(d.kind == "ConfigMap" and d.data or {}) do
+          if type(v) == "string" and v:match("^apiVersion:") then d.data[key] = assert(yaml.decode(v))[1] end
+        end
+        by[d.kind .. "/" .. d.metadata.name] = d
+      end
+    end
+    return by
+  end
+  local diffs = deep_diff(docs(k.out[1].output), docs(m.out[1].output), addon, {})
+  if k.out[1].output ~= m.out[1].output then diffs[#diffs + 1] = addon .. ": bytes differ" end
+  return diffs
+end
+
 local CONFIGS = { "defaults", "ecdsa", "ha", "external_etcd", "extra", "patches", "crisocket_on", "crisocket_off" }
 
 describe("differential: moonadm's local init phases against kubeadm v1.35.4", function()
@@ -509,49 +549,10 @@ describe("differential: moonadm's local init phases against kubeadm v1.35.4", fu
   end)
 
   describe("addons:", function()
-    -- `init phase addon coredns|kube-proxy --print-manifest`: the documents decoded (by kind and
-    -- name) and the bytes. Differences found here are listed in ADDON_EXPECTED (docs/compatibility.md).
-    -- Open (the addon phase's owner; docs/compatibility.md): kubeadm prints its Service with
-    -- resourceVersion "0" and the kube-proxy RoleBinding subject without apiGroup; kubeadm's coredns
-    -- text is its template (comments, flow lists), so bytes differ.
-    local CD = { 'coredns.Service/kube-dns.metadata.resourceVersion: only kubeadm has it ("0")', "coredns: bytes differ" }
-    local KP = { 'kube-proxy.RoleBinding/kube-proxy.subjects[0].apiGroup: only moonadm has it ("rbac.authorization.k8s.io")',
-      "kube-proxy: bytes differ" }
-    local ADDON_EXPECTED = { ["coredns/defaults"] = CD, ["coredns/ecdsa"] = CD, ["kube-proxy/defaults"] = KP,
-      ["kube-proxy/ecdsa"] = KP }
     for _, addon in ipairs { "coredns", "kube-proxy" } do
       for _, cfg in ipairs { "defaults", "ecdsa" } do
         it(addon .. " --print-manifest (" .. cfg .. ")", function()
-          ref.require()
-          local r = run(cfg)
-          local ok, out = ref.moonadm_has_print_manifest(r.config)
-          if not ok then
-            pending("moonadm has no `init phase addon ... --print-manifest` yet (" .. out:gsub("\n.*", "") .. ")")
-            return
-          end
-          local scratch = h.tmpdir()
-          local P = { { "addon", addon, "--print-manifest" } }
-          local k = ref.run_kubeadm(r.config, P, scratch)
-          local m = ref.run_moonadm(r.config, P, scratch)
-          h.rmrf(scratch)
-          assert.equal(0, k.out[1].code, k.out[1].output)
-          assert.equal(0, m.out[1].code, m.out[1].output)
-          local function docs(text)
-            local by = {}
-            for _, d in ipairs(assert(yaml.decode(text))) do
-              if type(d) == "table" and d.kind then
-                -- component configs inside ConfigMaps compare decoded too
-                for key, v in pairs(d.kind == "ConfigMap" and d.data or {}) do
-                  if type(v) == "string" and v:match("^apiVersion:") then d.data[key] = assert(yaml.decode(v))[1] end
-                end
-                by[d.kind .. "/" .. d.metadata.name] = d
-              end
-            end
-            return by
-          end
-          local diffs = deep_diff(docs(k.out[1].output), docs(m.out[1].output), addon, {})
-          if k.out[1].output ~= m.out[1].output then diffs[#diffs + 1] = addon .. ": bytes differ" end
-          assert.same(ADDON_EXPECTED[addon .. "/" .. cfg] or {}, diffs)
+          assert.same(ADDON_EXPECTED[addon .. "/" .. cfg] or {}, addon_diffs(addon, cfg))
         end)
       end
     end
@@ -576,6 +577,8 @@ end)
 -- Differences per release are listed with their entry in docs/compatibility.md.
 local RELEASE_COLUMNS = {
   { release = "v1.36.3", configs = CONFIGS, expected = EXPECTED },
+  -- v1.37 removed the NodeLocalCRISocket gate the crisocket fixtures set
+  { release = "v1.37.2", configs = { "defaults", "ecdsa", "ha", "external_etcd", "extra", "patches" }, expected = EXPECTED },
 }
 for _, col in ipairs(RELEASE_COLUMNS) do
   describe("differential: moonadm's local init phases against kubeadm " .. col.release, function()
@@ -590,6 +593,11 @@ for _, col in ipairs(RELEASE_COLUMNS) do
             assert.same((col.expected[cfg] or {})[area] or {}, AREAS[area](r))
           end)
         end
+      end)
+    end
+    for _, addon in ipairs { "coredns", "kube-proxy" } do
+      it(addon .. " --print-manifest (defaults)", function()
+        assert.same(ADDON_EXPECTED[addon .. "/defaults"], addon_diffs(addon, "defaults", col.release))
       end)
     end
   end)
