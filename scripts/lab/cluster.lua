@@ -410,6 +410,7 @@ local function init_config(st, node, user_config, gates)
   init.certificateKey = init.certificateKey or st.certificate_key
   st.certificate_key = init.certificateKey
   if st.endpoint and not cluster.controlPlaneEndpoint then cluster.controlPlaneEndpoint = st.endpoint end
+  -- --kubernetes-version over the config's (a config alone keeps its own)
   if st.kubernetes_version then cluster.kubernetesVersion = st.kubernetes_version end
   if st.external and not cluster.etcd then
     cluster.etcd = { external = { endpoints = st.external.endpoints, caFile = "/etc/kubernetes/pki/etcd/ca.crt",
@@ -616,7 +617,7 @@ function M.up(flags, set)
   end)
   if not okc then release() error(cerr, 0) end
   local st = { name = name, dir = dir, bin_dir = bin, subnet = subnet, nodes = {}, created_dirs = {},
-    kubelet = real and "real" or "standin", kubernetes_version = k8s_version }
+    kubelet = real and "real" or "standin", kubernetes_version = flags["kubernetes-version"] }
   for _, d in ipairs(NODE_DIRS) do
     if not io.open(d, "r") then st.created_dirs[#st.created_dirs + 1] = d end
   end

@@ -1,6 +1,6 @@
 -- `upgrade plan`: the versions running now (the API server's, the static Pods' images per node,
 -- the kubelets', etcd's, CoreDNS's and kube-proxy's) against the targets, which come only from
--- the argument and the pinned reference release (config.constants) — never from the network.
+-- the argument and the releases moonadm knows (config.releases) — never from the network.
 -- collect() reads the cluster; build() is pure (the spec feeds it facts); text/json/yaml print.
 local yaml = require "moonadm.yaml"
 local capi = require "cluster.api"

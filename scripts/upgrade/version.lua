@@ -1,5 +1,5 @@
 -- kubeadm's upgrade version policy (EnforceVersionPolicies): which targets an upgrade may go to
--- from the cluster's version with this kubeadm (the pinned reference release), and the kubelet
+-- from the cluster's version with this kubeadm (the newest release moonadm knows of the target's minor), and the kubelet
 -- skew. Pure: every input is given, nothing is looked up.
 local releases = require "config.releases"
 local log = require "framework.log"

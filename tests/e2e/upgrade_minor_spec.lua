@@ -12,21 +12,14 @@ local LAB = { name = "e2emin", subnet = "10.253.21" }
 local FROM, TO = "v1.35.4", "v1.36.3"
 local KUBEADM_TO = h.top .. "/.lab/bin/" .. TO .. "/kubeadm"
 
-local function read(p)
-  local f = io.open(p, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- The binaries the lab's processes run (the stand-in's children), as .lab/bin/images/<image>:<tag>.
-local function running_images()
-  local p = io.popen("ps -eo args= 2>/dev/null")
+-- The binaries cp1's static pods run (the stand-in's children), as .lab/bin/images/<image>:<tag>.
+local function running_images(st)
+  local kubelet = math.tointeger(st.nodes[1].kubelet_pid)
+  local p = io.popen("ps -eo ppid=,args= 2>/dev/null")
   local out = {}
   for line in p:lines() do
-    local img = line:match("^%S*/%.lab/bin/images/(%S+)")
-    if img then out[#out + 1] = img end
+    local ppid, img = line:match("^%s*(%d+)%s+%S*/%.lab/bin/images/(%S+)")
+    if img and tonumber(ppid) == kubelet then out[#out + 1] = img end
   end
   p:close()
   table.sort(out)
@@ -46,7 +39,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert(io.open(KUBEADM_TO), ("the reference kubeadm %s is missing: LAB_RELEASES=%s make lab-bins"):format(TO, TO))
     local code, out, err = h.moonadm({ "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet, "--workers", "1" })
     assert(code == 0, ("lab %s did not come up:\n%s\n%s"):format(LAB.name, out, err))
-    st = cjson.decode((assert(read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
+    st = cjson.decode((assert(h.read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
   end)
 
   teardown(function()
@@ -74,7 +67,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
 
   it("apply on cp1 replaces etcd and every component by the new release's binaries", function()
     assert.same({ "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
-      "kube-scheduler:" .. FROM }, running_images())
+      "kube-scheduler:" .. FROM }, running_images(st))
     -- /readyz polled every 0.25 s through the whole apply
     local dir = h.tmpdir()
     local poll = ([[(while [ ! -e %s/stop ]; do %s --kubeconfig %s get --raw /readyz >/dev/null 2>&1 && echo ok || echo fail; sleep 0.25; done) > %s/polls 2>&1 &]])
@@ -84,7 +77,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     local code, out = on("cp1", { "moonadm", "upgrade", "apply", TO, "--yes" })
     local took = os.time() - t0
     os.execute("sleep 1; touch " .. h.q(dir .. "/stop") .. "; sleep 1")
-    local polls = read(dir .. "/polls") or ""
+    local polls = h.read(dir .. "/polls") or ""
     h.rmrf(dir)
     local ok_n, fail_n = select(2, polls:gsub("ok\n", "")), select(2, polls:gsub("fail\n", ""))
     io.stderr:write(("\n[figure] upgrade apply %s -> %s (1 control plane): %ds; /readyz failed %d of %d polls\n")
@@ -93,7 +86,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.matches('SUCCESS! A control plane node of your cluster was upgraded to "v1%.36%.3"', out)
     assert.is_true(ok_n > 0)
     assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. TO, "kube-controller-manager:" .. TO, "kube-scheduler:" .. TO },
-      running_images())
+      running_images(st))
     local rc, v = kubectl({ "version", "-o", "json" })
     assert.equal(0, rc, v)
     assert.equal(TO, cjson.decode(v:match("{.*}")).serverVersion.gitVersion)
@@ -102,7 +95,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
       "jsonpath={.roleRef.name} {.subjects[0].name}" })
     assert.equal(0, rc, v)
     assert.equal("system:kubelet-api-admin kube-apiserver-kubelet-client", v)
-    local kcm = read(st.nodes[1].root .. "/etc/kubernetes/manifests/kube-controller-manager.yaml")
+    local kcm = h.read(st.nodes[1].root .. "/etc/kubernetes/manifests/kube-controller-manager.yaml")
     assert.is_nil(kcm:find("flexvolume", 1, true))
     rc, v = kubectl({ "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}" })
     assert.equal("registry.k8s.io/coredns/coredns:v1.14.2", v)
