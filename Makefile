@@ -103,10 +103,11 @@ TEST_REFERENCES ?= v1.37.2
 # The lab's binaries for the e2e tests: built (or linked from the cache) when Go is here; without Go
 # a cache from an earlier build still links; otherwise tests/run.sh counts the e2e tests as failed.
 lab-bins-for-test:
-	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node && lab/build-images.sh && \
-	  PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_RELEASES)' lab/build-bins.sh control-plane && \
-	  PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_REFERENCES)' lab/build-bins.sh reference || \
+	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node && lab/build-images.sh || \
 	  echo "test: the lab's binaries could not be built$(if $(HAVE_GO),, (no Go toolchain: /usr/local/go or go on PATH)): the e2e tests will count as failed"
+	@PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_RELEASES)' lab/build-bins.sh control-plane && \
+	  PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_REFERENCES)' lab/build-bins.sh reference || \
+	  echo "test: the further releases ($(TEST_RELEASES), kubeadm $(TEST_REFERENCES)) could not be built: their tests will count as failed"
 
 # The engine and the specs under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan:

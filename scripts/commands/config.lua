@@ -238,7 +238,7 @@ end
 -- quiet_deprecated: migrate does not warn that the file uses v1beta3 (converting it is the point).
 local function load_all(path, quiet_deprecated)
   read_file(path) -- kubeadm's os.ReadFile error first
-  local cfg, err = config.load { files = { path }, strict = true }
+  local cfg, err = config.load { files = { path }, strict = true, migrate = quiet_deprecated }
   if not cfg then error(err, 0) end
   for _, w in ipairs(cfg.warnings or {}) do
     if not (quiet_deprecated and w:find("uses a deprecated API spec", 1, true)) then log.warn("%s", w) end

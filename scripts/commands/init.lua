@@ -1,5 +1,6 @@
 -- `moonadm init [flags]` and `moonadm init phase <name>`.
 local flowcmd = require "commands.flowcmd"
+local releases = require "config.releases"
 
 local M = {}
 
@@ -15,7 +16,7 @@ M.flags = {
   { name = "image-repository", type = "string", help = "Choose a container registry to pull control plane images from (default registry.k8s.io)" },
   { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster (the phases that call the API). If the flag is not set, admin.conf is used, after making sure its kubeadm:cluster-admins binding exists" },
   { name = "kubeconfig-dir", type = "string", default = "/etc/kubernetes", help = "The path where to save the kubeconfig file (the kubeconfig phases)" },
-  { name = "kubernetes-version", type = "string", help = "Choose a specific Kubernetes version for the control plane (default: v1.35.4; moonadm speaks v1.35, v1.36 and v1.37)" },
+  { name = "kubernetes-version", type = "string", help = "Choose a specific Kubernetes version for the control plane (default: " .. releases.DEFAULT .. "; moonadm speaks " .. table.concat(releases.supported(), ", ") .. ")" },
   { name = "node-name", type = "string", help = "Specify the node name" },
   { name = "patches", type = "string", help = "Path to a directory that contains files named \"target[suffix][+patchtype].extension\"" },
   { name = "print-manifest", type = "bool", help = "Print the addon manifests to STDOUT instead of installing them (with `init phase addon`)" },

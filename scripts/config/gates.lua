@@ -24,6 +24,9 @@ gates.removed = {
 -- Removed gates whose behaviour stayed, on: a minor without the gate behaves as if it were true.
 local ALWAYS_ON <const> = { ControlPlaneKubeletLocalMode = true, NodeLocalCRISocket = true }
 
+-- Did the gate's behaviour stay, on, in the minors that removed it?
+function gates.stays_on(name) return ALWAYS_ON[name] == true end
+
 local function find(list, name)
   for _, g in ipairs(list) do if g.name == name then return g end end
 end

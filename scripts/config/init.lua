@@ -25,8 +25,9 @@ config.feature_gates = gates.effective
 -- Parse the --feature-gates syntax "A=true,B=false" → {A=true, B=false} | nil, message.
 config.parse_feature_gates = gates.parse
 
--- Check one gate: true [, warning] | nil, message.
+-- Check one gate (name, value, Kubernetes version): true [, warning] | nil, message.
 config.check_feature_gate = gates.check
+config.gate_stays_on = gates.stays_on
 
 -- Defaults of "init"|"join"|"reset"|"upgrade" as YAML text | nil, message.
 config.print_defaults = print_.defaults

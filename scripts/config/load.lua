@@ -109,7 +109,7 @@ local function classify(rep, doc, file, where)
 end
 
 -- Decode the sources {name=, text=} into docs {slot = table}, checked and in v1beta4 shape.
-local function decode_sources(rep, sources, command)
+local function decode_sources(rep, sources, command, any_v1beta3)
   local docs, first_at, v1beta3_timeout, v1beta3_docs = {}, {}, nil, {}
   for _, src in ipairs(sources) do
     local list, err = yaml.decode(src.text, src.name)
@@ -148,7 +148,7 @@ local function decode_sources(rep, sources, command)
   end
   -- kubeadm v1.37 reads no v1beta3: a cluster of that minor refuses it, as that kubeadm would
   local minor = releases.of(docs.cluster and docs.cluster.kubernetesVersion)
-  if minor and not minor.v1beta3 then
+  if minor and not minor.v1beta3 and not any_v1beta3 then
     for _, d in ipairs(v1beta3_docs) do
       rep:error(d.at, nil, fmt("your configuration file uses an old API spec: %q (kind: %q), which kubeadm v1.%d no "
         .. "longer reads. Run 'moonadm config migrate --old-config old.yaml --new-config new.yaml', which writes "
@@ -193,7 +193,8 @@ end
 --[[ Load a configuration.
 opts: files = {paths}, text/filename (in-memory source), flags = {name = value},
       args = {positional arguments}, kind = "init"|"join"|"reset"|"upgrade" (nil: every
-      document found, no flags), strict = bool, no_host_defaults = bool (do not read the host name)
+      document found, no flags), strict = bool, no_host_defaults = bool (do not read the host name),
+      migrate = bool (`config migrate`: v1beta3 is read whatever the minor, to be converted)
 Returns the config object, or nil, message (one error per line), warnings. ]]
 function load.load(opts)
   opts = opts or {}
@@ -207,7 +208,7 @@ function load.load(opts)
   local from_files = #sources > 0
 
   -- after a wrong type, go on: the value is dropped, and the other errors are reported too
-  local docs = decode_sources(rep, sources, command)
+  local docs = decode_sources(rep, sources, command, opts.migrate)
 
   if command and from_files and not rep:failed() then
     local found = false

@@ -95,7 +95,8 @@ function M.must(version)
 end
 
 -- The etcd image tag this release's kubeadm deploys for a control plane of the given version: its
--- SupportedEtcdVersion entry, else the nearest entry's (kubeadm's EtcdSupportedVersion, which warns).
+-- SupportedEtcdVersion entry, else the nearest entry's (kubeadm's EtcdSupportedVersion, which logs that
+-- at -v 1 only). r.etcd is that kubeadm's DefaultEtcdVersion, for the record.
 function M.etcd_tag(version)
   local r = M.must(version)
   if r.etcd_for[r.minor] then return r.etcd_for[r.minor] end

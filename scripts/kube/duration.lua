@@ -3,7 +3,9 @@
 -- Both take seconds; a fraction is cut toward zero as Go's int(d.Seconds()) does.
 local M = {}
 
-local function whole(s) return s < 0 and math.ceil(s) or math.floor(s) end
+-- Seconds cut toward zero (Go's integer conversion of a duration).
+function M.whole(s) return s < 0 and math.ceil(s) or math.floor(s) end
+local whole = M.whole
 
 function M.human(s)
   s = whole(s)

@@ -539,6 +539,7 @@ function M.up(flags, set)
   local bin = M.abs(flags["bin-dir"] or M.default_bin())
   local real = flags.kubelet == "real"
   -- the release the lab runs: its manifests name it, the stand-in runs that release's binaries
+  if flags["kubernetes-version"] then flags["kubernetes-version"] = "v" .. flags["kubernetes-version"]:gsub("^v", "") end
   local k8s_version = flags["kubernetes-version"] or releases.DEFAULT
   if not releases.of(k8s_version) then error("--kubernetes-version: " .. select(2, releases.of(k8s_version)), 0) end
   if real and k8s_version ~= releases.DEFAULT then

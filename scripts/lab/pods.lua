@@ -2,6 +2,7 @@
 -- command + args with the binary of the image's release from the lab bin dir, its env, and a private mount
 -- namespace where each hostPath volume is bind-mounted from the node's root at its mountPath.
 local fs = require "moonadm.fs"
+local releases = require "config.releases"
 
 local M = {}
 
@@ -47,6 +48,10 @@ function M.image_path(bin_dir, image)
   if not key then return nil end
   local path = dir .. "/" .. key
   if host_exists(path) then return path end
+  -- the default release is also at the top of bin_dir (an images/ folder made by building another
+  -- release alone may not have it)
+  local tag = key:match(":(.*)$")
+  if tag == releases.DEFAULT or tag == releases.etcd_tag(releases.DEFAULT) then return nil end
   return nil, ("the lab has no binary for image %s (%s is missing): build its release with "
     .. "`LAB_RELEASES=<release> make lab-bins`"):format(image, path)
 end

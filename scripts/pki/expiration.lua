@@ -68,6 +68,12 @@ function M.external(E, ca_name)
 end
 
 -- Data of both tables: list of {name, missing, expires, residual, ca, external}.
+-- Whole seconds left from now (epoch seconds with a fraction) to not_after, cut toward zero as
+-- kubeadm's int64(time.Until(t) / time.Second).
+function M.residual(not_after, now)
+  return duration.whole(not_after - now)
+end
+
 -- now: epoch seconds with a fraction (kubeadm's time.Until), so a certificate checked in the second
 -- it was made shows 364d, not 365d; residual: whole seconds, cut toward zero as Go's.
 function M.collect(E, kdir, now)
@@ -78,8 +84,7 @@ function M.collect(E, kdir, now)
     local r = { name = row.name, ca = row.ca, external = M.external(E, row.ca or row.name) }
     if not cert then r.missing = true; return r end
     r.expires = cert:info().not_after
-    local left = r.expires - now
-    r.residual = left < 0 and math.ceil(left) or math.floor(left)
+    r.residual = M.residual(r.expires, now)
     return r
   end
   local a, b = {}, {}

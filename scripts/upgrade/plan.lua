@@ -79,7 +79,7 @@ function M.build(f, opts)
   local target = version.normalize(opts.target or M.default_target(f.cluster_version))
   if not target then error(("[upgrade/versions] invalid version %q"):format(tostring(opts.target)), 0) end
   local target_release = releases.of(target)
-  local plan = { cluster_version = f.cluster_version, kubeadm_version = releases.latest_of(version.parse(target).minor)
+  local plan = { cluster_version = f.cluster_version, kubeadm_version = target_release and target_release.latest
     or releases.newest(), target = target,
     kubelets = {}, components = {} }
   plan.policy = version.check { target = target, cluster = f.cluster_version, kubelets = f.kubelets,

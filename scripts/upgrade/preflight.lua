@@ -94,7 +94,8 @@ function M.apply(ctx)
   log.info("[upgrade/version] You have chosen to upgrade to version %q", target)
   log.info("[upgrade/versions] Cluster version: %s", current)
   local tv = version.parse(target or "")
-  log.info("[upgrade/versions] kubeadm version: %s", tv and releases.latest_of(tv.minor) or releases.newest())
+  local tr = tv and releases.of(tv.text)
+  log.info("[upgrade/versions] kubeadm version: %s", tr and tr.latest or releases.newest())
   local r = version.check { target = target, cluster = current, kubelets = nodes,
     allow_experimental = part.allowExperimentalUpgrades, allow_rc = part.allowRCUpgrades }
   version.enforce(r, part.forceUpgrade or (ctx.flags and ctx.flags.force))

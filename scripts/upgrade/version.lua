@@ -55,7 +55,10 @@ function M.check(o)
   if not target then add(r.mandatory, "%s", terr) return r end
   -- "the kubeadm version" is the newest release moonadm knows of the target's minor: one moonadm
   -- is each minor's kubeadm (a newer patch than it knows needs --force, as a newer kubeadm would)
-  local kubeadm_s = o.kubeadm or releases.latest_of(target.minor) or releases.newest()
+  local kubeadm_s = o.kubeadm or releases.latest_of(math.max(target.minor, releases.OLDEST)) or releases.newest()
+  if not o.kubeadm and target.major == 1 and target.minor > releases.NEWEST then
+    add(r.mandatory, "%s", select(2, releases.of(target.text)))
+  end
   local cluster, cerr = M.parse(o.cluster)
   if not cluster then add(r.mandatory, "the cluster version: %s", cerr) return r end
   local kubeadm = assert(M.parse(kubeadm_s))

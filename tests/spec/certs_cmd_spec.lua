@@ -37,6 +37,16 @@ describe("moonadm certs", function()
   end)
   teardown(function() helpers.rmrf(dir) end)
 
+  it("reads the residual time as kubeadm: a fraction of a second past issuance is less than a year", function()
+    local duration = require "kube.duration"
+    local made = 1796300000 -- a certificate's whole-second start
+    local year = 365 * 86400
+    assert.equal(year - 1, expiration.residual(made + year, made + 0.3))
+    assert.equal("364d", duration.human(expiration.residual(made + year, made + 0.3)))
+    assert.equal(0, expiration.residual(made, made + 0.5))
+    assert.equal(-1, expiration.residual(made, made + 1.5))
+  end)
+
   it("check-expiration prints kubeadm's two tables", function()
     local code, out, err = M { "certs", "check-expiration", "--root", root, "--config", cfg }
     assert.equal(0, code, err)

@@ -1,4 +1,4 @@
--- Runs the reference kubeadm (.lab/bin/kubeadm, v1.35.4) isolated, and moonadm on the same config,
+-- Runs the reference kubeadm (.lab/bin/kubeadm, v1.35.4; another release's with bin_for) isolated, and moonadm on the same config,
 -- and returns the files each wrote: used by the differential specs (tests/spec/diff_*_spec.lua).
 --
 -- kubeadm writes to the real /etc/kubernetes, /var/lib/kubelet and /var/lib/etcd: each run gets a

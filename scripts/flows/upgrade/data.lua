@@ -88,6 +88,18 @@ function M.prepare(ctx, opts)
     local t, perr = version.parse(target)
     if not t then error("[upgrade/version] " .. perr, 0) end
     cluster.kubernetesVersion = t.text
+    -- gates the target's minor removed: one whose behaviour stayed on is dropped (the uploaded
+    -- kubeadm-config then no longer names it); any other is refused before anything changes
+    for name, value in pairs(cluster.featureGates or {}) do
+      local ok, msg = config.check_feature_gate(name, value, t.text)
+      if not ok and value == true and config.gate_stays_on(name) then
+        log.warn("[upgrade/config] kubeadm-config: %s; dropped from the configuration this upgrade stores", msg)
+        cluster.featureGates[name] = nil
+      elseif not ok then
+        error(("[upgrade/config] kubeadm-config, ClusterConfiguration.featureGates.%s: %s (kubectl -n kube-system "
+          .. "edit configmap kubeadm-config), then run the upgrade again"):format(name, msg), 0)
+      end
+    end
   end
   ctx.cfg.cluster = cluster
   ctx.gates = config.feature_gates(cluster)

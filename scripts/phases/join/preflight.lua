@@ -28,8 +28,8 @@ return {
       preflight.file_available(join.caCertPath or C.ca_cert_path),
     }
     -- The cluster's version is only known after discovery: the kubelet skew is checked against this
-    -- engine's release here, as kubeadm checks against its own version before discovery.
-    local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or releases.DEFAULT
+    -- engine's newest release here, as kubeadm checks against its own version before discovery.
+    local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or releases.newest()
     for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), cp_version)) do checks[#checks + 1] = c end
     if join.controlPlane then
       local ok, ip = pcall(nodeview.advertise_address, ctx)
