@@ -37,7 +37,9 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
 
   setup(function()
     assert(io.open(KUBEADM_TO), ("the reference kubeadm %s is missing: LAB_RELEASES=%s make lab-bins"):format(TO, TO))
-    local code, out, err = h.moonadm({ "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet, "--workers", "1" })
+    -- a gate v1.36 removed (its behaviour stayed on), set explicitly: the upgrade must drop it
+    local code, out, err = h.moonadm({ "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet, "--workers", "1",
+      "--feature-gates", "ControlPlaneKubeletLocalMode=true" })
     assert(code == 0, ("lab %s did not come up:\n%s\n%s"):format(LAB.name, out, err))
     st = cjson.decode((assert(h.read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
   end)
@@ -84,6 +86,12 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
       :format(FROM, TO, took, fail_n, ok_n + fail_n))
     assert.equal(0, code, out)
     assert.matches('SUCCESS! A control plane node of your cluster was upgraded to "v1%.36%.3"', out)
+    assert.matches('feature gate "ControlPlaneKubeletLocalMode" was removed in kubeadm v1.36[^\n]*; dropped from the '
+      .. "configuration this upgrade stores", out)
+    local rcc, cc = kubectl({ "-n", "kube-system", "get", "configmap", "kubeadm-config", "-o", "jsonpath={.data.ClusterConfiguration}" })
+    assert.equal(0, rcc, cc)
+    assert.matches("kubernetesVersion: v1%.36%.3", cc)
+    assert.is_nil(cc:find("ControlPlaneKubeletLocalMode", 1, true), cc)
     assert.is_true(ok_n > 0)
     assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. TO, "kube-controller-manager:" .. TO, "kube-scheduler:" .. TO },
       running_images(st))

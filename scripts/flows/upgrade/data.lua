@@ -100,6 +100,7 @@ function M.prepare(ctx, opts)
           .. "edit configmap kubeadm-config), then run the upgrade again"):format(name, msg), 0)
       end
     end
+    if cluster.featureGates and next(cluster.featureGates) == nil then cluster.featureGates = nil end
   end
   ctx.cfg.cluster = cluster
   ctx.gates = config.feature_gates(cluster)
