@@ -25,9 +25,7 @@ function M.main(argv)
     -- the default release, and every minor's as its kubeadm (one moonadm for all of them)
     kubernetesVersion = releases.DEFAULT, kubernetesVersions = {},
   }
-  for _, minor in ipairs(releases.supported()) do
-    info.kubernetesVersions[#info.kubernetesVersions + 1] = releases.latest_of(releases.minor_of(minor))
-  end
+  for m = releases.OLDEST, releases.NEWEST do info.kubernetesVersions[#info.kubernetesVersions + 1] = releases.latest_of(m) end
   local o = flags.output
   if o == "short" then
     print("v" .. version.scripts)

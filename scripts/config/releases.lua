@@ -16,6 +16,9 @@ that kubeadm writes differently: kcm_flexvolume (kube-controller-manager's flexv
 kubelet_client_admins (apiserver-kubelet-client in O=kubeadm:cluster-admins), kubelet_api_admin (the
 kubeadm:apiserver-kubelet-client ClusterRoleBinding to system:kubelet-api-admin, made by init's
 and upgrade apply's bootstrap-token phase), proxy_mode (kube-proxy's mode when the config sets none). ]]
+local LOCAL_MODE_REMOVED <const> = "was removed in kubeadm v1.36: its behaviour is now always on "
+  .. "(a joining control plane's kubelet talks to its own API server)"
+
 local MINORS <const> = {
   [35] = {
     latest = "v1.35.4", etcd = "3.6.6-0", coredns = "v1.13.1", pause = "3.10.1",
@@ -37,8 +40,7 @@ local MINORS <const> = {
       { name = "PublicKeysECDSA", default = false, stage = "deprecated" },
     },
     removed_gates = {
-      ControlPlaneKubeletLocalMode = "was removed in kubeadm v1.36: its behaviour is now always on "
-        .. "(a joining control plane's kubelet talks to its own API server)",
+      ControlPlaneKubeletLocalMode = LOCAL_MODE_REMOVED,
     },
   },
   [37] = {
@@ -48,8 +50,7 @@ local MINORS <const> = {
     proxy_mode = "iptables",
     gates = {},
     removed_gates = {
-      ControlPlaneKubeletLocalMode = "was removed in kubeadm v1.36: its behaviour is now always on "
-        .. "(a joining control plane's kubelet talks to its own API server)",
+      ControlPlaneKubeletLocalMode = LOCAL_MODE_REMOVED,
       NodeLocalCRISocket = "was removed in kubeadm v1.37: its behaviour is now always on "
         .. "(the CRI socket is in each node's /var/lib/kubelet/instance-config.yaml)",
       PublicKeysECDSA = "was removed in kubeadm v1.37 with the v1beta3 API: "
@@ -83,8 +84,7 @@ function M.of(version)
       .. "v1.%d does); use a supported kubernetesVersion"):format(tostring(version), table.concat(M.supported(), ", "),
       ("v1.%d"):format(M.OLDEST - 1), M.OLDEST)
   end
-  local out = setmetatable({ minor = minor }, { __index = rec })
-  return out
+  return setmetatable({ minor = minor }, { __index = rec })
 end
 
 -- of(), raising the message: for code paths whose config has been validated.
