@@ -85,7 +85,7 @@ $(B)/tests/%: tests/engine/%.c $(B)/libmoonadm.a tests/engine/t.h
 test test-long:
 	@tools/deps.sh install
 	@$(MAKE) --no-print-directory test-build
-	@$(MAKE) --no-print-directory lab-bins-for-test
+	@$(MAKE) --no-print-directory lab-bins-for-test $(if $(filter test-long,$@),TEST_RELEASES='$(LONG_RELEASES)')
 	@$(if $(filter test-long,$@),MOONADM_LONG=1 )tests/run.sh $(B)
 
 test-unit:
@@ -98,6 +98,8 @@ test-build: $(BIN) $(CTESTS) test-hooks
 # The further releases the tests need: the control plane of the next minor (the minor-upgrade e2e, the
 # differential spec's v1.36 column) and the kubeadm alone of the one after (its v1.37 column).
 TEST_RELEASES ?= v1.36.3
+# make test-long also builds the whole control plane of the one after (the two-step HA upgrade).
+LONG_RELEASES ?= v1.36.3 v1.37.2
 TEST_REFERENCES ?= v1.37.2
 
 # The lab's binaries for the e2e tests: built (or linked from the cache) when Go is here; without Go

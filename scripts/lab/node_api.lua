@@ -314,6 +314,10 @@ function M:resync()
   for _, pod in pairs(self.k.pods) do
     wanted[pod.full_name] = true
     local l = live[pod.full_name]
+    -- A changed static pod's mirror shows the new hash only once the old pod is gone, as the kubelet
+    -- (whose pod worker ends the old static pod before it syncs the new one) does: until then an
+    -- upgrade waiting for the hash would take the old process, still serving, for the new one.
+    if self.k:still_stopping(pod.predecessors) then goto next_pod end
     local m = self.mirrors[pod.full_name]
     if not l or not m or l.metadata.uid ~= m.uid or l.metadata.deletionTimestamp
       or (l.metadata.annotations or {})["kubernetes.io/config.mirror"] ~= pod.hash then
@@ -321,6 +325,7 @@ function M:resync()
     elseif self.dirty then
       self:report_status(pod)
     end
+    ::next_pod::
   end
   for name, p in pairs(live) do
     if not wanted[name] then

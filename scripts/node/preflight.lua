@@ -202,6 +202,7 @@ local function installed_kubelet_version()
   local out = sh_read("kubelet --version")
   return out and out:match("v%d+%.%d+%.%d+%S*")
 end
+M.installed_kubelet_version = installed_kubelet_version
 
 function M.kubelet_version(cp_version, version_of)
   return {

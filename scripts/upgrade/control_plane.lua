@@ -3,8 +3,12 @@
 -- For each component whose manifest changes: renew its certificates, keep the old manifest in
 -- /etc/kubernetes/tmp/kubeadm-backup-manifests-<timestamp>/, replace the manifest atomically, wait
 -- until its mirror pod shows the new kubernetes.io/config.hash and the component is healthy. On a
--- failure every manifest replaced so far is restored from the backup, the old components are
--- waited for, and the run fails with the reason. --dry-run prints each manifest's diff.
+-- failure the manifests replaced so far are restored from the backup, the old components are
+-- waited for, and the run fails with the reason and how to retry. etcd's manifest (and data) is
+-- restored only when etcd itself failed: an upgraded etcd serves the previous API server, and across
+-- a minor the older etcd may refuse the newer one's data (kubeadm's rollbackOldManifests keeps it
+-- too). A rerun converges: what was upgraded compares equal and is skipped. --dry-run prints each
+-- manifest's diff.
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local api = require "moonadm.api"
@@ -142,12 +146,22 @@ function M.wait_component(ctx, component, node, text, before)
   log.info("[upgrade/staticpods] Component %q upgraded successfully!", component)
 end
 
--- Restores every replaced manifest from the backup (and etcd's data when etcd itself failed).
+-- Which replaced manifests a rollback restores: all but an upgraded etcd that did not fail.
+function M.restored(st)
+  local out = {}
+  for _, r in ipairs(st.replaced) do
+    if r.component ~= "etcd" or st.etcd_failed then out[#out + 1] = r end
+  end
+  return out
+end
+
+-- Restores the replaced manifests from the backup (and etcd's data when etcd itself failed).
 function M.rollback(ctx, st, reason)
   log.warn("[upgrade/staticpods] %s; rolling back the static Pod manifests from %s", reason, st.backup_dir)
   local errs = {}
-  for i = #st.replaced, 1, -1 do
-    local r = st.replaced[i]
+  local restored = M.restored(st)
+  for i = #restored, 1, -1 do
+    local r = restored[i]
     local ok, err = fs.write(manifests.path(r.component), r.old, "0600")
     if not ok then errs[#errs + 1] = ("restoring %s: %s"):format(r.component, err)
     else log.info("[upgrade/rollback] Restored %s from %s", manifests.path(r.component), r.backup) end
@@ -164,12 +178,27 @@ function M.rollback(ctx, st, reason)
     if not ok then errs[#errs + 1] = ("restoring the etcd data: %s"):format(err) end
   end
   -- wait for the old components, so the error is raised with the control plane back up
-  for i = #st.replaced, 1, -1 do
-    local r = st.replaced[i]
+  for i = #restored, 1, -1 do
+    local r = restored[i]
     local ok, err = pcall(M.wait_component, ctx, r.component, st.node, r.old, r.new_hash_seen)
     if not ok then errs[#errs + 1] = ("%s after the rollback: %s"):format(r.component, errors_msg(err)) end
   end
   return errs
+end
+
+-- What the user reads after a rollback: what stays upgraded, and how to retry.
+function M.retry_hint(ctx, st, component)
+  local kept = {}
+  for _, r in ipairs(st.replaced) do
+    if r.component == "etcd" and not st.etcd_failed then
+      kept[#kept + 1] = ("etcd stays on its new image %s, which serves the previous control plane"):format(r.image)
+    end
+  end
+  local cmd = st.upgrade_node and "moonadm upgrade node" or
+    ("moonadm upgrade apply " .. tostring(ctx.cfg.cluster.kubernetesVersion))
+  return ("\n%sfind why %s did not become healthy (its container's log: crictl ps -a --name %s; crictl logs ID), "
+    .. "fix that (the ClusterConfiguration in the kubeadm-config ConfigMap, or --patches), then run %q again: "
+    .. "what was already upgraded is skipped"):format(#kept > 0 and (kept[1] .. "; ") or "", component, component, cmd)
 end
 
 -- Upgrades one component; returns whether it changed. Raises after a rollback on failure.
@@ -199,7 +228,7 @@ local function upgrade_component(ctx, st, component)
   log.info("[upgrade/staticpods] Moving new manifest to %q and backing up old manifest to %q", path,
     st.backup_dir .. "/" .. component .. ".yaml")
   local _, _, backup = manifests.write(ctx, component, p, { backup_dir = st.backup_dir })
-  local rec = { component = component, old = old, backup = backup }
+  local rec = { component = component, old = old, backup = backup, image = p.spec.containers[1].image }
   st.replaced[#st.replaced + 1] = rec
   local ok, err = pcall(M.wait_component, ctx, component, st.node, new, before)
   if not ok then
@@ -209,7 +238,7 @@ local function upgrade_component(ctx, st, component)
     local rerrs = M.rollback(ctx, st, reason)
     local tail = #rerrs > 0 and ("\nthe rollback also failed:\n\t" .. table.concat(rerrs, "\n\t"))
       or ("\nthe previous manifests were restored from %s and the control plane is healthy again"):format(st.backup_dir)
-    error(("[upgrade/staticpods] %s%s"):format(reason, tail), 0)
+    error(("[upgrade/staticpods] %s%s%s"):format(reason, tail, M.retry_hint(ctx, st, component)), 0)
   end
   return true
 end
@@ -224,7 +253,7 @@ function M.run(ctx, opts)
   local part = data.part(ctx)
   local cluster = ctx.cfg.cluster
   local st = { node = ctx.cfg.init.nodeRegistration.name, replaced = {},
-    renew = part.certificateRenewal ~= false, ts = M.timestamp() }
+    renew = part.certificateRenewal ~= false, ts = M.timestamp(), upgrade_node = opts.node }
   st.backup_dir = ("%s/kubeadm-backup-manifests-%s"):format(M.TMP, st.ts)
   log.info("[upgrade/staticpods] Writing new Static Pod manifests to %q", manifests.DIR)
   if not st.renew then log.info("[upgrade/staticpods] Certificate renewal is disabled (--certificate-renewal=false)") end

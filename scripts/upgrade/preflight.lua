@@ -9,6 +9,7 @@ local data = require "flows.upgrade.data"
 local version = require "upgrade.version"
 local releases = require "config.releases"
 local nodeview = require "node.view"
+local node_preflight = require "node.preflight"
 
 local M = {}
 
@@ -107,8 +108,25 @@ function M.apply(ctx)
   M.confirm(ctx)
 end
 
-function M.node(ctx)
+-- `upgrade node` before the first control plane's `upgrade apply`: this node's kubelet (already
+-- upgraded by its package) is of a newer minor than the cluster's version, a skew the kubelet may
+-- not have (never newer than the API server). kubeadm does not check this; moonadm refuses, saying
+-- what to run first. No kubelet in PATH: nothing to compare (kubeadm's node preflight needs none).
+function M.kubelet_newer(ctx, cluster_version, installed)
+  local kv, cv = version.parse(installed or ""), version.parse(cluster_version or "")
+  if not kv or not cv or kv.major ~= cv.major or kv.minor <= cv.minor then return end
+  local msg = ("this node's kubelet is %s, newer than the cluster's version %s (kubeadm-config): a kubelet may not "
+    .. "be newer than the API server. Run `moonadm upgrade apply v%d.%d.x` on the first control plane first, then "
+    .. "`moonadm upgrade node` here"):format(installed, cluster_version, kv.major, kv.minor)
+  if ignored(ctx, "KubeletVersion") then log.warn("[preflight] KubeletVersion: %s (ignored)", msg) return end
+  error("[preflight] Some fatal errors occurred:\n\t[ERROR KubeletVersion]: " .. msg ..
+    "\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`", 0)
+end
+
+function M.node(ctx, installed_kubelet)
   log.info("[preflight] Running pre-flight checks")
+  M.kubelet_newer(ctx, ctx.cfg.cluster.kubernetesVersion,
+    installed_kubelet or node_preflight.installed_kubelet_version())
   if not nodeview.runs_control_plane(ctx) then
     log.info("[preflight] Skipping prepull. Not a control plane node.")
     return

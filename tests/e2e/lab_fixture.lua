@@ -53,6 +53,38 @@ function M.kubectl(st, args, kubeconfig)
   return rc, (out:gsub("rc=%d+%s*$", ""))
 end
 
+-- What a stand-in node's static pods run (the kubelet's children), as the .lab/bin/images/<image>:<tag>
+-- each manifest's image named, sorted.
+function M.running_images(st, node)
+  local kubelet
+  for _, n in ipairs(st.nodes) do if n.name == node then kubelet = math.tointeger(n.kubelet_pid) end end
+  assert(kubelet, "no stand-in kubelet on lab node " .. node)
+  local p = io.popen("ps -eo ppid=,args= 2>/dev/null")
+  local out = {}
+  for line in p:lines() do
+    local ppid, img = line:match("^%s*(%d+)%s+%S*/%.lab/bin/images/(%S+)")
+    if img and tonumber(ppid) == kubelet then out[#out + 1] = img end
+  end
+  p:close()
+  table.sort(out)
+  return out
+end
+
+-- Polls the API server's /readyz every 0.25 s (through the load balancer of an HA lab: the lab's
+-- super-admin.conf names the control-plane endpoint) in the background; the function returned
+-- stops it and returns the successful and the failed polls.
+function M.readyz_poller(st)
+  local dir = h.tmpdir()
+  os.execute(([[(while [ ! -e %s/stop ]; do %s --kubeconfig %s --request-timeout=2s get --raw /readyz >/dev/null 2>&1 && echo ok || echo fail; sleep 0.25; done) > %s/polls 2>&1 &]])
+    :format(h.q(dir), h.q(M.bin_dir .. "/kubectl"), h.q(st.dir .. "/super-admin.conf"), h.q(dir)))
+  return function()
+    os.execute("sleep 1; touch " .. h.q(dir .. "/stop") .. "; sleep 3")
+    local polls = h.read(dir .. "/polls") or ""
+    h.rmrf(dir)
+    return select(2, polls:gsub("ok\n", "")), select(2, polls:gsub("fail\n", ""))
+  end
+end
+
 -- Runs moonadm's `lab exec NODE -- argv...` on a lab node.
 function M.exec(st, node, argv)
   local args = { "lab", "exec", node, "--name", st.name, "--" }

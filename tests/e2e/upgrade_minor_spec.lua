@@ -3,7 +3,10 @@
 -- each manifest's release by its image tag. After it every component runs v1.36.3 and etcd 3.6.8,
 -- and the reference kubeadm v1.36.3 finds nothing to do (`upgrade plan`) and accepts both nodes
 -- (`upgrade node --dry-run`). A poller counts the API server's /readyz failures during the apply
--- (one control plane: the restart is seen; the figure is printed). Needs LAB_RELEASES=v1.36.3.
+-- (one control plane: the restart is seen; the figure is printed). First, a rollback across the
+-- minor: a v1.36.3 kube-apiserver that cannot start (a patch gives it an unknown flag) is rolled back
+-- to its v1.35.4 manifest while etcd, already on 3.6.8, keeps serving with its data; the error says
+-- so and how to retry. Needs LAB_RELEASES=v1.36.3.
 local cjson = require "cjson"
 local fixture = require "lab_fixture"
 local h = require "helpers"
@@ -12,19 +15,7 @@ local LAB = { name = "e2emin", subnet = "10.253.21" }
 local FROM, TO = "v1.35.4", "v1.36.3"
 local KUBEADM_TO = h.top .. "/.lab/bin/" .. TO .. "/kubeadm"
 
--- The binaries cp1's static pods run (the stand-in's children), as .lab/bin/images/<image>:<tag>.
-local function running_images(st)
-  local kubelet = math.tointeger(st.nodes[1].kubelet_pid)
-  local p = io.popen("ps -eo ppid=,args= 2>/dev/null")
-  local out = {}
-  for line in p:lines() do
-    local ppid, img = line:match("^%s*(%d+)%s+%S*/%.lab/bin/images/(%S+)")
-    if img and tonumber(ppid) == kubelet then out[#out + 1] = img end
-  end
-  p:close()
-  table.sort(out)
-  return out
-end
+local function running_images(st) return fixture.running_images(st, "cp1") end
 
 describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control plane + 1 worker)", function()
   local st
@@ -67,21 +58,53 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.matches("downgrading across minor versions", out)
   end)
 
-  it("apply on cp1 replaces etcd and every component by the new release's binaries", function()
+  it("a " .. TO .. " kube-apiserver that cannot start is rolled back to " .. FROM .. "; etcd stays upgraded, its data whole", function()
     assert.same({ "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
       "kube-scheduler:" .. FROM }, running_images(st))
+    local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-rollback", "--from-literal=k=v" })
+    assert.equal(0, rc, o)
+    local root = st.nodes[1].root
+    local manifest = root .. "/etc/kubernetes/manifests/kube-apiserver.yaml"
+    local before = h.read(manifest)
+    h.write(root .. "/etc/kubernetes/tmp/broken-patches/kube-apiserver+json.json",
+      '[{"op": "add", "path": "/spec/containers/0/command/-", "value": "--no-such-flag=1"}]')
+    h.write(root .. "/etc/kubernetes/tmp/upgrade-broken.yaml", table.concat({
+      "apiVersion: kubeadm.k8s.io/v1beta4", "kind: UpgradeConfiguration", "apply:", "  kubernetesVersion: " .. TO,
+      "  patches:", "    directory: /etc/kubernetes/tmp/broken-patches",
+      "timeouts:", "  upgradeManifests: 60s", "  controlPlaneComponentHealthCheck: 25s", "" }, "\n"))
+    local t0 = os.time()
+    local code, out = on("cp1", { "moonadm", "upgrade", "apply", "--config", "/etc/kubernetes/tmp/upgrade-broken.yaml", "--yes" })
+    io.stderr:write(("\n[figure] upgrade apply %s -> %s with a broken kube-apiserver: failed and rolled back in %ds\n")
+      :format(FROM, TO, os.time() - t0))
+    assert.are_not.equal(0, code)
+    assert.matches("the upgrade of kube%-apiserver failed", out)
+    assert.matches("previous manifests were restored from /etc/kubernetes/tmp/kubeadm%-backup%-manifests%-", out)
+    assert.matches("etcd stays on its new image registry%.k8s%.io/etcd:3%.6%.8%-0", out)
+    assert.matches('run "moonadm upgrade apply ' .. TO:gsub("%.", "%%.") .. '" again', out)
+    assert.equal(before, h.read(manifest))
+    assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM }, running_images(st))
+    -- the old API server serves from the upgraded etcd, with what was written before
+    rc, o = kubectl({ "version", "-o", "json" })
+    assert.equal(0, rc, o)
+    assert.equal(FROM, cjson.decode(o:match("{.*}")).serverVersion.gitVersion)
+    rc, o = kubectl({ "-n", "default", "get", "configmap", "before-rollback", "-o", "jsonpath={.data.k}" })
+    assert.equal(0, rc, o)
+    assert.equal("v", o)
+    rc, o = kubectl({ "-n", "kube-system", "get", "configmap", "kubeadm-config", "-o", "jsonpath={.data.ClusterConfiguration}" })
+    assert.equal(0, rc, o)
+    assert.matches("kubernetesVersion: " .. FROM:gsub("%.", "%%."), o)
+  end)
+
+  it("apply on cp1 replaces etcd and every component by the new release's binaries", function()
+    assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM }, running_images(st))
     -- /readyz polled every 0.25 s through the whole apply
-    local dir = h.tmpdir()
-    local poll = ([[(while [ ! -e %s/stop ]; do %s --kubeconfig %s get --raw /readyz >/dev/null 2>&1 && echo ok || echo fail; sleep 0.25; done) > %s/polls 2>&1 &]])
-      :format(h.q(dir), h.q(fixture.bin_dir .. "/kubectl"), h.q(st.dir .. "/super-admin.conf"), h.q(dir))
-    os.execute(poll)
+    local stop = fixture.readyz_poller(st)
     local t0 = os.time()
     local code, out = on("cp1", { "moonadm", "upgrade", "apply", TO, "--yes" })
     local took = os.time() - t0
-    os.execute("sleep 1; touch " .. h.q(dir .. "/stop") .. "; sleep 1")
-    local polls = h.read(dir .. "/polls") or ""
-    h.rmrf(dir)
-    local ok_n, fail_n = select(2, polls:gsub("ok\n", "")), select(2, polls:gsub("fail\n", ""))
+    local ok_n, fail_n = stop()
     io.stderr:write(("\n[figure] upgrade apply %s -> %s (1 control plane): %ds; /readyz failed %d of %d polls\n")
       :format(FROM, TO, took, fail_n, ok_n + fail_n))
     assert.equal(0, code, out)

@@ -232,3 +232,49 @@ describe("upgrade helpers", function()
       addon.not_upgraded({ p("cp1", img), p("cp2", "registry.k8s.io/kube-apiserver:v1.34.3") }, img))
   end)
 end)
+
+describe("upgrade rollback", function()
+  local control_plane = require "upgrade.control_plane"
+  local function st(etcd_failed, node)
+    return { etcd_failed = etcd_failed, upgrade_node = node, replaced = {
+      { component = "etcd", image = "registry.k8s.io/etcd:3.6.8-0" }, { component = "kube-apiserver" } } }
+  end
+  local ctx = { cfg = { cluster = { kubernetesVersion = "v1.36.3" } } }
+
+  it("restores an upgraded etcd only when etcd itself failed (kubeadm's rollbackOldManifests)", function()
+    local names = function(list) local o = {} for _, r in ipairs(list) do o[#o + 1] = r.component end return o end
+    assert.same({ "kube-apiserver" }, names(control_plane.restored(st(false))))
+    assert.same({ "etcd", "kube-apiserver" }, names(control_plane.restored(st(true))))
+  end)
+
+  it("says what stays upgraded and which command to run again", function()
+    local hint = control_plane.retry_hint(ctx, st(false), "kube-apiserver")
+    assert.matches("etcd stays on its new image registry%.k8s%.io/etcd:3%.6%.8%-0", hint)
+    assert.matches('run "moonadm upgrade apply v1%.36%.3" again', hint)
+    assert.matches("crictl logs", hint)
+    hint = control_plane.retry_hint(ctx, st(true, true), "etcd")
+    assert.is_nil(hint:find("stays on", 1, true))
+    assert.matches('run "moonadm upgrade node" again', hint)
+  end)
+end)
+
+describe("upgrade node before the first control plane", function()
+  local preflight = require "upgrade.preflight"
+  local function ctx(ignore)
+    return { flags = { ["ignore-preflight-errors"] = ignore or {} }, cfg = { upgrade = {} } }
+  end
+
+  it("refuses a kubelet of a newer minor than the cluster's version, saying what to run first", function()
+    local ok, err = pcall(preflight.kubelet_newer, ctx(), "v1.35.4", "v1.36.3")
+    assert.is_false(ok)
+    assert.matches("%[ERROR KubeletVersion%]: this node's kubelet is v1%.36%.3, newer than the cluster's version v1%.35%.4", err)
+    assert.matches("Run `moonadm upgrade apply v1%.36%.x` on the first control plane first", err)
+  end)
+
+  it("accepts the same or an older minor, no kubelet in PATH, and an ignored check", function()
+    assert.is_nil(preflight.kubelet_newer(ctx(), "v1.36.3", "v1.36.3"))
+    assert.is_nil(preflight.kubelet_newer(ctx(), "v1.36.3", "v1.35.4"))
+    assert.is_nil(preflight.kubelet_newer(ctx(), "v1.35.4", nil))
+    assert.is_nil(preflight.kubelet_newer(ctx { "KubeletVersion" }, "v1.35.4", "v1.36.3"))
+  end)
+end)
