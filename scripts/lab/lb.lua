@@ -1,6 +1,7 @@
 -- The control-plane endpoint of an HA lab: a TCP load balancer (libuv) that sends each
--- connection to a healthy kube-apiserver, round-robin, and checks every backend each second by
--- connecting to it; a backend that refuses is dropped until it answers again.
+-- connection to a healthy kube-apiserver, round-robin, and checks every backend's /readyz each
+-- second (curl); a backend that fails the check, or refuses a connection, is dropped until its
+-- /readyz answers 200 again.
 local uv = require "luv"
 
 local M = {}
@@ -30,22 +31,24 @@ function M.run(listen, backends)
     end
   end
 
+  -- HTTP-checked, as kubeadm's HA guide has haproxy do (option httpchk): /readyz over TLS, anonymous
+  -- (system:public-info-viewer). A TCP check would send clients to an apiserver that listens but is
+  -- not ready yet (its post-start hooks) or is shutting down (readyz fails at once on SIGTERM).
   local function check(b)
-    local t = uv.new_tcp()
-    local done = false
-    local timer = uv.new_timer()
-    timer:start(900, 0, function()
-      if not done then done = true; t:close(); if b.healthy then log("backend %s: down (timeout)", b.addr) end; b.healthy = false end
-      timer:close()
-    end)
-    t:connect(b.host, b.port, function(err)
-      if done then return end
-      done = true
-      local up = err == nil
-      if up ~= b.healthy then log("backend %s: %s", b.addr, up and "up" or ("down (" .. tostring(err) .. ")")) end
-      b.healthy = up
-      t:close()
-    end)
+    if b.checking then return end
+    b.checking = true
+    local host = b.host:find(":", 1, true) and ("[" .. b.host .. "]") or b.host
+    local handle
+    handle = uv.spawn("curl", { args = { "-skf", "--max-time", "0.9", "-o", "/dev/null",
+      ("https://%s:%d/readyz"):format(host, b.port) } },
+      function(code)
+        b.checking = false
+        if handle then handle:close() end
+        local up = code == 0
+        if up ~= b.healthy then log("backend %s: %s", b.addr, up and "up" or ("down (readyz check: curl exit " .. code .. ")")) end
+        b.healthy = up
+      end)
+    if not handle then b.checking = false; b.healthy = false end
   end
 
   local health = uv.new_timer()
@@ -57,27 +60,38 @@ function M.run(listen, backends)
   server:listen(256, function()
     local client = uv.new_tcp()
     server:accept(client)
-    local b = pick()
-    if not b then client:close() return end
-    local upstream = uv.new_tcp()
-    local closed = false
+    local upstream, closed
     local function close_both()
       if closed then return end
       closed = true
       client:close()
-      upstream:close()
+      if upstream then upstream:close() end
     end
-    upstream:connect(b.host, b.port, function(err)
-      if err then b.healthy = false; close_both() return end
-      local function pipe(from, to)
-        from:read_start(function(rerr, chunk)
-          if rerr or not chunk then close_both() return end
-          to:write(chunk)
-        end)
-      end
-      pipe(client, upstream)
-      pipe(upstream, client)
-    end)
+    -- a backend that refuses (gone since its last check) is dropped and the next healthy one tried
+    local function connect(tries)
+      local b = tries > 0 and pick()
+      if not b then close_both() return end
+      upstream = uv.new_tcp()
+      upstream:connect(b.host, b.port, function(err)
+        if closed then return end
+        if err then
+          if b.healthy then log("backend %s: down (connect: %s)", b.addr, tostring(err)) end
+          b.healthy = false
+          upstream:close()
+          upstream = nil
+          return connect(tries - 1)
+        end
+        local function pipe(from, to)
+          from:read_start(function(rerr, chunk)
+            if rerr or not chunk then close_both() return end
+            to:write(chunk)
+          end)
+        end
+        pipe(client, upstream)
+        pipe(upstream, client)
+      end)
+    end
+    connect(#pool)
   end)
   log("load balancer on %s for %s", listen, table.concat(backends, ", "))
   for _, sig in ipairs { "sigterm", "sigint" } do
