@@ -92,4 +92,30 @@ function M.exec(st, node, argv)
   return h.moonadm(args)
 end
 
+-- As exec, with stdout and stderr as one text and the seconds it took: code, text, seconds.
+function M.run_on(st, node, argv)
+  local t0 = os.time()
+  local code, out, err = M.exec(st, node, argv)
+  return code, out .. err, os.time() - t0
+end
+
+-- Waits up to two minutes until the cluster of kubeconfig has exactly n Nodes, all Ready.
+function M.nodes_ready(st, kubeconfig, n)
+  local deadline = os.time() + 120
+  repeat
+    local code, text = M.kubectl(st, { "get", "nodes", "-o", "json" }, kubeconfig)
+    if code == 0 then
+      local ready, items = 0, cjson.decode(text).items
+      for _, node in ipairs(items) do
+        for _, c in ipairs(node.status.conditions or {}) do
+          if c.type == "Ready" and c.status == "True" then ready = ready + 1 end
+        end
+      end
+      if ready == n and #items == n then return true end
+    end
+    os.execute("sleep 1")
+  until os.time() > deadline
+  return false
+end
+
 return M

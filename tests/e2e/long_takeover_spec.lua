@@ -22,32 +22,11 @@ describe("taking over across a minor: moonadm upgrades kubeadm's cluster, kubead
   local st
   local kubeadm_kc
 
-  local function on(node, argv)
-    local code, out, err = fixture.exec(st, node, argv)
-    return code, out .. err
-  end
+  local function on(node, argv) return fixture.run_on(st, node, argv) end
   local function timed(node, argv)
-    local t0 = os.time()
-    local code, out = on(node, argv)
-    io.stderr:write(("\n[figure] %s on %s: %ds\n"):format(table.concat(argv, " "):gsub("^%S*/", ""), node, os.time() - t0))
+    local code, out, secs = on(node, argv)
+    io.stderr:write(("\n[figure] %s on %s: %ds\n"):format(table.concat(argv, " "):gsub("^%S*/", ""), node, secs))
     return code, out
-  end
-  local function nodes_ready(kc, n)
-    local deadline = os.time() + 120
-    repeat
-      local code, text = fixture.kubectl(st, { "get", "nodes", "-o", "json" }, kc)
-      if code == 0 then
-        local ready, items = 0, cjson.decode(text).items
-        for _, node in ipairs(items) do
-          for _, c in ipairs(node.status.conditions or {}) do
-            if c.type == "Ready" and c.status == "True" then ready = ready + 1 end
-          end
-        end
-        if ready == n and #items == n then return true end
-      end
-      os.execute("sleep 1")
-    until os.time() > deadline
-    return false
   end
   local function server_version(kc)
     local rc, v = fixture.kubectl(st, { "version", "-o", "json" }, kc)
@@ -75,7 +54,7 @@ describe("taking over across a minor: moonadm upgrades kubeadm's cluster, kubead
     code, out = on("s2", { KUBEADM_FROM, "join", IP.s1 .. ":6443", "--token", KUBEADM_TOKEN,
       "--discovery-token-unsafe-skip-ca-verification", "--node-name", "s2", "--ignore-preflight-errors=all" })
     assert.equal(0, code, out)
-    assert.is_true(nodes_ready(kubeadm_kc, 2))
+    assert.is_true(fixture.nodes_ready(st, kubeadm_kc, 2))
     assert.equal(FROM, server_version(kubeadm_kc))
   end)
 
@@ -92,7 +71,7 @@ describe("taking over across a minor: moonadm upgrades kubeadm's cluster, kubead
     assert.equal(0, code, out)
     assert.same(IMAGES_TO, fixture.running_images(st, "s1"))
     assert.equal(TO, server_version(kubeadm_kc))
-    assert.is_true(nodes_ready(kubeadm_kc, 2))
+    assert.is_true(fixture.nodes_ready(st, kubeadm_kc, 2))
     -- the reference kubeadm of the new release finds nothing to do and accepts both nodes
     code, out = on("s1", { KUBEADM_TO, "upgrade", "plan", "--ignore-preflight-errors=CreateJob" })
     assert.equal(0, code, out)
@@ -114,7 +93,7 @@ describe("taking over across a minor: moonadm upgrades kubeadm's cluster, kubead
     assert.same(IMAGES_TO, fixture.running_images(st, "cp1"))
     local kc = st.dir .. "/super-admin.conf"
     assert.equal(TO, server_version(kc))
-    assert.is_true(nodes_ready(kc, 2))
+    assert.is_true(fixture.nodes_ready(st, kc, 2))
     -- moonadm reads what kubeadm wrote: nothing left in v1.36 (only the next minor, which moonadm also
     -- speaks), and its node upgrade converges
     code, out = on("cp1", { "moonadm", "upgrade", "plan" })

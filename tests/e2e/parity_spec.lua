@@ -40,25 +40,6 @@ describe("objects as kubeadm makes them (reference kubeadm init and joins beside
   end
   local moonadm_kc, kubeadm_kc
 
-  local function all_ready(kc, n)
-    local deadline = os.time() + 120
-    while os.time() < deadline do
-      local code, text = kubectl_for(kc) { "get", "nodes", "-o", "json" }
-      if code == 0 then
-        local ready = 0
-        local items = cjson.decode(text).items
-        for _, node in ipairs(items) do
-          for _, c in ipairs(node.status.conditions or {}) do
-            if c.type == "Ready" and c.status == "True" then ready = ready + 1 end
-          end
-        end
-        if ready == n and #items == n then return true end
-      end
-      os.execute("sleep 1")
-    end
-    return false
-  end
-
   setup(function()
     local cfg = h.tmpdir() .. "/cluster.yaml"
     h.write(cfg, ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncontrolPlaneEndpoint: %s:6443\n" ..
@@ -90,7 +71,7 @@ describe("objects as kubeadm makes them (reference kubeadm init and joins beside
     join("s4", "moonadm", IP.cp1 .. ":6443", st.token, true)
     join("s3", "kubeadm", IP.s1 .. ":6443", KUBEADM_TOKEN, false)
     join("s5", "moonadm", IP.cp1 .. ":6443", st.token, false)
-    out.ready = all_ready(kubeadm_kc, 3) and all_ready(moonadm_kc, 3)
+    out.ready = fixture.nodes_ready(st, kubeadm_kc, 3) and fixture.nodes_ready(st, moonadm_kc, 3)
   end)
   teardown(function() h.moonadm { "lab", "down", "--name", NAME } end)
 

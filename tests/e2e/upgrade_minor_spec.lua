@@ -21,10 +21,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
   local st
 
   local function kubectl(args) return fixture.kubectl(st, args) end
-  local function on(node, argv)
-    local code, out, err = fixture.exec(st, node, argv)
-    return code, out .. err
-  end
+  local function on(node, argv) return fixture.run_on(st, node, argv) end
 
   setup(function()
     assert(io.open(KUBEADM_TO), ("the reference kubeadm %s is missing: LAB_RELEASES=%s make lab-bins"):format(TO, TO))
