@@ -80,6 +80,19 @@ local function remove_through(ctx, r, peer, eps, opts)
   if me then log.v(2, "[etcd] get the member id from peer: %s: %s", peer, tostring(me.id_hex)) end
   local how, rerr, kind = m:remove(peer)
   m:close()
+  if not how and me and kind ~= "last_member" then
+    -- A member removed through its own etcd stops at once, and may do so before it answers: the
+    -- remaining members say whether the removal happened.
+    local others = {}
+    for _, x in ipairs(list) do
+      if x ~= me then for _, u in ipairs(x.client_urls or {}) do others[#others + 1] = u end end
+    end
+    local o = #others > 0 and (opts.members or members_mod).new { endpoints = others, cert_dir = r.cert_dir,
+      client = "healthcheck", timeout = opts.timeout or etcd_timeout(ctx) }
+    local after = o and o:list()
+    if o then o:close() end
+    if after and not members_mod.find(after, peer) then how = "removed" end
+  end
   if how == "removed" then
     log.info("[etcd] Removed etcd member %s (%s) from the cluster", me and me.id_hex or "?", peer)
     return "removed", peer, #list

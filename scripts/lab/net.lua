@@ -33,13 +33,15 @@ function M.netns_name(node, lab) return (lab or M.NAME) .. "-" .. node end
 function M.netns_path(node, lab) return "/run/netns/" .. M.netns_name(node, lab) end
 
 -- Can this machine make namespaces at all? Say so clearly instead of falling back.
+-- The probe's name is this process's: two labs starting at once must not collide on it.
 function M.check()
-  local code, out = proc.run { argv = { "ip", "netns", "add", "moonadm-probe" } }
+  local probe = "moonadm-probe-" .. core.getpid()
+  local code, out = proc.run { argv = { "ip", "netns", "add", probe } }
   if code ~= 0 then
     return nil, "this machine refuses network namespaces (`ip netns add` failed: " .. (out or "") ..
       "): the lab needs root and CAP_SYS_ADMIN; it does not fall back to anything that changes the manifests"
   end
-  proc.run { argv = { "ip", "netns", "del", "moonadm-probe" } }
+  proc.run { argv = { "ip", "netns", "del", probe } }
   return true
 end
 

@@ -258,6 +258,31 @@ describe("reset modules", function()
     assert.equal("https://[fd00::3]:2380", etcd.peer_url("fd00::3"))
   end)
 
+  it("a member removed through its own etcd, which stopped before it answered, is confirmed by the others", function()
+    local etcd = require "etcd.local_member"
+    local me = { id_hex = "abc", peer_urls = { "https://10.0.0.3:2380" }, client_urls = { "https://10.0.0.3:2379" } }
+    local other = { id_hex = "def", peer_urls = { "https://10.0.0.1:2380" }, client_urls = { "https://10.0.0.1:2379" } }
+    local asked, removed = {}, false
+    local fake = { new = function(o)
+      asked[#asked + 1] = table.concat(o.endpoints, ",")
+      return { list = function() return removed and { other } or { me, other } end,
+        remove = function() removed = true return nil, "connection refused", "unavailable" end,
+        close = function() end }
+    end }
+    local r = { advertise = "10.0.0.3", cert_dir = "/etc/kubernetes/pki" }
+    assert.same({ "removed", "https://10.0.0.3:2380", 2 },
+      { etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = { "https://10.0.0.3:2379" } }) })
+    assert.same({ "https://10.0.0.3:2379", "https://10.0.0.1:2379" }, asked)
+    -- still listed by the others: the removal failed
+    removed = false
+    fake.new = function(o)
+      asked[#asked + 1] = table.concat(o.endpoints, ",")
+      return { list = function() return { me, other } end, remove = function() return nil, "boom", "timeout" end,
+        close = function() end }
+    end
+    assert.equal("failed", (etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = { "https://10.0.0.3:2379" } })))
+  end)
+
   it("the real etcd.members refuses the last member without retrying", function()
     -- etcd.members' remove on a one-member list returns kind last_member at the first attempt
     local members = require "etcd.members"
