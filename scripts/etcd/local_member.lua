@@ -89,9 +89,12 @@ local function remove_through(ctx, r, peer, eps, opts)
     end
     local o = #others > 0 and (opts.members or members_mod).new { endpoints = others, cert_dir = r.cert_dir,
       client = "healthcheck", timeout = opts.timeout or etcd_timeout(ctx) }
-    local after = o and o:list()
-    if o then o:close() end
-    if after and not members_mod.find(after, peer) then how = "removed" end
+    if o then
+      local after, aerr = o:list()
+      o:close()
+      if after and not members_mod.find(after, peer) then how = "removed"
+      elseif not after then log.v(1, "[etcd] the remaining members could not be asked: %s", tostring(aerr)) end
+    end
   end
   if how == "removed" then
     log.info("[etcd] Removed etcd member %s (%s) from the cluster", me and me.id_hex or "?", peer)
