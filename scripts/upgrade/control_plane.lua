@@ -188,17 +188,17 @@ end
 
 -- What the user reads after a rollback: what stays upgraded, and how to retry.
 function M.retry_hint(ctx, st, component)
-  local kept = {}
+  local kept = ""
   for _, r in ipairs(st.replaced) do
     if r.component == "etcd" and not st.etcd_failed then
-      kept[#kept + 1] = ("etcd stays on its new image %s, which serves the previous control plane"):format(r.image)
+      kept = ("etcd stays on its new image %s, which serves the previous control plane; "):format(r.image)
     end
   end
   local cmd = st.upgrade_node and "moonadm upgrade node" or
     ("moonadm upgrade apply " .. tostring(ctx.cfg.cluster.kubernetesVersion))
   return ("\n%sfind why %s did not become healthy (its container's log: crictl ps -a --name %s; crictl logs ID), "
     .. "fix that (the ClusterConfiguration in the kubeadm-config ConfigMap, or --patches), then run %q again: "
-    .. "what was already upgraded is skipped"):format(#kept > 0 and (kept[1] .. "; ") or "", component, component, cmd)
+    .. "what was already upgraded is skipped"):format(kept, component, component, cmd)
 end
 
 -- Upgrades one component; returns whether it changed. Raises after a rollback on failure.

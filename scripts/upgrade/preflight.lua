@@ -42,6 +42,12 @@ function M.ready(n)
   return false
 end
 
+-- Raises kubeadm's preflight failure with these "\t[ERROR Name]: msg" lines.
+local function fatal(errs)
+  error("[preflight] Some fatal errors occurred:\n" .. table.concat(errs, "\n") ..
+    "\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`", 0)
+end
+
 -- kubeadm's health checks; errors are collected and reported together.
 function M.health(ctx, c, nodes)
   log.info("[upgrade] Running cluster health checks")
@@ -66,10 +72,7 @@ function M.health(ctx, c, nodes)
     check("StaticPodManifest", #missing == 0, "the static Pod manifests of these components are missing: " ..
       table.concat(missing, ", "))
   end
-  if #errs > 0 then
-    error("[preflight] Some fatal errors occurred:\n" .. table.concat(errs, "\n") ..
-      "\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`", 0)
-  end
+  if #errs > 0 then fatal(errs) end
 end
 
 function M.confirm(ctx)
@@ -119,14 +122,12 @@ function M.kubelet_newer(ctx, cluster_version, installed)
     .. "be newer than the API server. Run `moonadm upgrade apply v%d.%d.x` on the first control plane first, then "
     .. "`moonadm upgrade node` here"):format(installed, cluster_version, kv.major, kv.minor)
   if ignored(ctx, "KubeletVersion") then log.warn("[preflight] KubeletVersion: %s (ignored)", msg) return end
-  error("[preflight] Some fatal errors occurred:\n\t[ERROR KubeletVersion]: " .. msg ..
-    "\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`", 0)
+  fatal { "\t[ERROR KubeletVersion]: " .. msg }
 end
 
-function M.node(ctx, installed_kubelet)
+function M.node(ctx)
   log.info("[preflight] Running pre-flight checks")
-  M.kubelet_newer(ctx, ctx.cfg.cluster.kubernetesVersion,
-    installed_kubelet or node_preflight.installed_kubelet_version())
+  M.kubelet_newer(ctx, ctx.cfg.cluster.kubernetesVersion, node_preflight.installed_kubelet_version())
   if not nodeview.runs_control_plane(ctx) then
     log.info("[preflight] Skipping prepull. Not a control plane node.")
     return
