@@ -165,9 +165,13 @@ lab-bins:
 
 # What the real-kubelet lab adds (kubelet, kube-proxy, containerd v2, crictl, coredns, its image
 # tool and pause) and its images (lab/build-images.sh, from those and the control plane's
-# binaries): only `lab up --kubelet real` and the tests that run it need these.
+# binaries): only `lab up --kubelet real` and the tests that run it need these. With
+# LAB_RELEASES="v1.36.3 ..." also those releases' control planes and node sets (their kubelet,
+# kube-proxy and coredns), whose images then join the archive: `lab up --kubelet real
+# --kubernetes-version v1.36.3`, and a real-kubelet upgrade to them.
 lab-bins-node:
-	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node
+	@PATH='$(GO_PATH)' LAB_RELEASES= lab/build-bins.sh control-plane node
+	@$(if $(strip $(LAB_RELEASES)),PATH='$(GO_PATH)' LAB_RELEASES='$(LAB_RELEASES)' lab/build-bins.sh control-plane node)
 	@lab/build-images.sh
 
 # The README's first command: Debian packages (as root), bin/moonadm, the lab's binaries, a lab.

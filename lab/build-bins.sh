@@ -9,9 +9,11 @@
 # node:          what the real-kubelet lab adds: kubelet kube-proxy (lab/node: the same release and
 #                staging pins), containerd v2 with its runc shim and ctr, crictl (cri-tools), coredns,
 #                lab-image (lab/images: writes the lab's images with go-containerregistry) and pause
-#                (lab/images/pause.c, static)
+#                (lab/images/pause.c, static). For a release other than the default only that release's
+#                kubelet, kube-proxy and the coredns its kubeadm deploys (when it differs): containerd,
+#                crictl, lab-image and pause stay the default release's (build both sets).
 # Releases: LAB_RELEASES (default v1.35.4, the lab's default release). v1.35.4's wrapper modules are
-# lab/{k8s,etcd,node}; another release's are lab/releases/<release>/{k8s,etcd}, each with the etcd
+# lab/{k8s,etcd,node}; another release's are lab/releases/<release>/{k8s,etcd,node}, each with the etcd
 # its kubeadm pins. Every release built is linked into .lab/bin/<release>/ and, by image, into
 # .lab/bin/images/<image>:<tag> (the stand-in kubelet runs the binary a manifest's image names);
 # the default release is also linked into .lab/bin/ itself, the layout the lab has always read.
@@ -26,7 +28,6 @@ DEFAULT_RELEASE=v1.35.4
 releases=${LAB_RELEASES:-$DEFAULT_RELEASE}
 CONTAINERD_VERSION=v2.4.2
 CRICTL_VERSION=v1.37.0
-COREDNS_VERSION=v1.13.1 # what kubeadm v1.35 deploys (scripts/config/releases.lua)
 cache_root=${MOONADM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/moonadm}/lab-bins
 sets=${*:-control-plane}
 
@@ -36,6 +37,11 @@ release_dir() { case $1 in v1.35.4) echo "$here" ;; *) echo "$here/releases/$1" 
 etcd_version() {
   case $1 in v1.35.4) echo v3.6.6 ;; v1.36.3) echo v3.6.8 ;; v1.37.2) echo v3.7.0 ;; *) echo "" ;; esac
 }
+# The coredns each release's kubeadm deploys (scripts/config/releases.lua; the image tag is the version).
+coredns_version() {
+  case $1 in v1.35.4) echo v1.13.1 ;; v1.36.3) echo v1.14.2 ;; v1.37.2) echo v1.14.6 ;; *) echo "" ;; esac
+}
+COREDNS_VERSION=$(coredns_version $DEFAULT_RELEASE)
 
 build() { # module-dir pkg name ldflags [cgo]: go build inside a wrapper module (its go.sum pins everything)
   local dir=$1 pkg=$2 name=$3 flags=$4 cgo=${5:-1}
@@ -91,12 +97,23 @@ for set in $sets; do
       | sha256sum | cut -c1-16)
     cache="$cache_root/reference-$release-$key" ;;
   node)
-    [ -f "$rdir/node/go.mod" ] || { echo "lab-bins: no node set for release '$release' yet (only $DEFAULT_RELEASE)" >&2; exit 2; }
-    bins="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr crictl coredns lab-image pause"
-    key=$( { echo "$bins -trimpath -s -w gitTreeState=clean cgo0 $CONTAINERD_VERSION $CRICTL_VERSION $COREDNS_VERSION"
-             cat "$rdir"/node/go.mod "$rdir"/node/go.sum "$rdir"/node/tools.go "$here"/images/go.mod \
-               "$here"/images/go.sum "$here"/images/main.go "$here"/images/pause.c; } | sha256sum | cut -c1-16)
-    cache="$cache_root/node-$release-$CONTAINERD_VERSION-$key" ;;
+    [ -f "$rdir/node/go.mod" ] || { echo "lab-bins: no node wrapper module for release '$release' ($rdir/node)" >&2; exit 2; }
+    coredns=$(coredns_version "$release")
+    if [ "$release" = "$DEFAULT_RELEASE" ]; then
+      bins="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr crictl coredns lab-image pause"
+      # this key is the one earlier versions of this script used: an existing cache stays valid
+      key=$( { echo "$bins -trimpath -s -w gitTreeState=clean cgo0 $CONTAINERD_VERSION $CRICTL_VERSION $COREDNS_VERSION"
+               cat "$rdir"/node/go.mod "$rdir"/node/go.sum "$rdir"/node/tools.go "$here"/images/go.mod \
+                 "$here"/images/go.sum "$here"/images/main.go "$here"/images/pause.c; } | sha256sum | cut -c1-16)
+      cache="$cache_root/node-$release-$CONTAINERD_VERSION-$key"
+    else
+      # the release's own node binaries; the runtime and the image tools are the default set's
+      bins="kubelet kube-proxy"
+      [ "$coredns" != "$COREDNS_VERSION" ] && bins="$bins coredns"
+      key=$( { echo "$bins -trimpath -s -w gitTreeState=clean cgo0 coredns-$coredns"
+               cat "$rdir"/node/go.mod "$rdir"/node/go.sum "$rdir"/node/tools.go; } | sha256sum | cut -c1-16)
+      cache="$cache_root/node-$release-$key"
+    fi ;;
   *) echo "lab-bins: unknown set '$set' (control-plane, reference, node)" >&2; exit 2 ;;
   esac
   have_all=1; for b in $bins; do [ -x "$cache/$b" ] || have_all=0; done
@@ -115,16 +132,18 @@ for set in $sets; do
     else
       # static (CGO_ENABLED=0), so the lab's images need no libc; same ldflags as the control plane
       for c in kubelet kube-proxy; do build "$rdir/node" "k8s.io/kubernetes/cmd/$c" "$c" "$k8s_ld" 0; done
+      case " $bins " in *" coredns "*) install "github.com/coredns/coredns@$coredns" github.com/coredns/coredns coredns ;; esac
+    fi
+    if [ "$set" = node ] && [ "$release" = "$DEFAULT_RELEASE" ]; then
       install "github.com/containerd/containerd/v2@$CONTAINERD_VERSION" github.com/containerd/containerd/v2/cmd/containerd \
         github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr \
         containerd containerd-shim-runc-v2 ctr
       install "sigs.k8s.io/cri-tools@$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl crictl
-      install "github.com/coredns/coredns@$COREDNS_VERSION" github.com/coredns/coredns coredns
       build "$here/images" moonadm.lab/images lab-image "-s -w" 0
       echo "lab-bins: building pause from lab/images/pause.c"
       cc -static -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -o "$tmp/pause" "$here/images/pause.c"
-      rm -rf "$tmp/gobin"
     fi
+    rm -rf "$tmp/gobin"
     rm -rf "$cache"; mv "$tmp" "$cache"
   else
     echo "lab-bins: cached in $cache"
@@ -148,7 +167,8 @@ for set in $sets; do
     echo "${etcd_out%%$'\n'*}"
   else
     "$out/$release/kubelet" --version
-    "$out/$release/containerd" --version
+    if [ "$release" = "$DEFAULT_RELEASE" ]; then "$out/$release/containerd" --version; fi
+    if [ -x "$out/$release/coredns" ]; then v=$("$out/$release/coredns" -version); echo "${v%%$'\n'*}"; fi
   fi
 done
 done

@@ -6,10 +6,14 @@
 # imageRepository (registry.k8s.io), so `imagePullPolicy: IfNotPresent` finds them:
 #   kube-apiserver kube-controller-manager kube-scheduler kube-proxy :v1.35.4, etcd:3.6.6-0,
 #   coredns/coredns:v1.13.1, pause:3.10.1; and moonadm.lab/busybox:1.35.0 (Debian's busybox-static)
-# for test pods. Each image is one layer: its binary, the shared libraries ldd names for it (the
+# for test pods. Every other release built in full (its control-plane and node sets: .lab/bin/<release>/
+# has kube-proxy) adds the images its own kubeadm lists (`kubeadm config images list`): its four
+# components, its etcd, and its coredns and pause tags (pause is always the lab's pause binary), so
+# an upgrade that rewrites a manifest to the next release's tag finds that image on every node.
+# Each image is one layer: its binary, the shared libraries ldd names for it (the
 # control-plane binaries are cgo-linked), and for kube-proxy Debian's iptables (nf_tables).
-# Cached outside the clone, keyed by the binaries it was made from (their content-keyed cache paths)
-# and this script.
+# Cached outside the clone, keyed by the images and the binaries each is made from (their
+# content-keyed cache paths) and this script.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -26,7 +30,59 @@ done
 for f in /bin/busybox /usr/sbin/xtables-nft-multi; do
   [ -x "$f" ] || { echo "lab-images: $f is missing: run make deps" >&2; exit 1; }
 done
-key=$( { for b in $bins; do readlink -f "$bin/$b"; done; cat "$0"
+# The images as "REF FILE..." lines (FILE: the binaries in its layer), the default release's first.
+images="$REPO/kube-apiserver:$K8S_VERSION $bin/kube-apiserver
+$REPO/kube-controller-manager:$K8S_VERSION $bin/kube-controller-manager
+$REPO/kube-scheduler:$K8S_VERSION $bin/kube-scheduler
+$REPO/kube-proxy:$K8S_VERSION $bin/kube-proxy
+$REPO/etcd:3.6.6-0 $bin/etcd $bin/etcdctl
+$REPO/coredns/coredns:v1.13.1 $bin/coredns
+$REPO/pause:3.10.1 $bin/pause"
+have() { grep -q "^$1 " <<<"$images"; }
+# The coredns binary of a tag: the release's own (the node set builds it when it differs), else the default's.
+coredns_of() {
+  local f v
+  for f in "$bin/$1/coredns" "$bin/coredns"; do
+    [ -x "$f" ] || continue
+    v=$("$f" -version); v=${v%%$'\n'*}
+    [ "v${v#CoreDNS-}" = "$2" ] && { echo "$f"; return; }
+  done
+}
+for d in "$bin"/v*/; do
+  [ -d "$d" ] || continue
+  release=$(basename "$d")
+  [ "$release" = "$K8S_VERSION" ] && continue
+  [ -x "$d/kube-apiserver" ] || continue
+  missing=
+  for b in kubeadm kube-apiserver kube-controller-manager kube-scheduler etcd etcdctl kube-proxy; do
+    [ -x "$d/$b" ] || missing="$missing $b"
+  done
+  if [ -n "$missing" ]; then
+    echo "lab-images: $release left out (no$missing in $d: LAB_RELEASES=$release make lab-bins-node)"
+    continue
+  fi
+  # No pipe into the loop: under pipefail a failing kubeadm must stop the script, not be read as no images.
+  list=$("$d/kubeadm" config images list --kubernetes-version "$release")
+  for ref in $list; do
+    have "$ref" && continue
+    repo=${ref%:*}; tag=${ref##*:}
+    case ${repo##*/} in
+    kube-apiserver|kube-controller-manager|kube-scheduler|kube-proxy) files="$d/${repo##*/}" ;;
+    etcd) files="$d/etcd $d/etcdctl" ;;
+    coredns)
+      files=$(coredns_of "$release" "$tag")
+      [ -n "$files" ] || { echo "lab-images: no coredns $tag for $release: LAB_RELEASES=$release make lab-bins-node" >&2; exit 1; } ;;
+    pause) files="$bin/pause" ;;
+    *) echo "lab-images: $release's kubeadm lists $ref, which the lab cannot make" >&2; exit 1 ;;
+    esac
+    images="$images
+$ref $files"
+  done
+  echo "lab-images: with $release's images"
+done
+key=$( {
+         while read -r ref files; do echo "$ref"; for f in $files; do readlink -f "$f"; done; done <<<"$images"
+         readlink -f "$bin/lab-image"; cat "$0"
          dpkg-query -W -f='${Package} ${Version}\n' libc6 iptables busybox-static 2>/dev/null || true; } |
        sha256sum | cut -c1-16)
 cache=$cache_root/$key
@@ -62,29 +118,33 @@ else
     tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$root" -cf "$layer" .
     args+=("$ref" "$layer" "$entry")
   }
-  for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    r=$work/$c; base "$r"; put "$r" "$bin/$c" "/usr/local/bin/$c"
-    image "$REPO/$c:$K8S_VERSION" "$r" -
-  done
-  r=$work/kube-proxy; base "$r"; put "$r" "$bin/kube-proxy" /usr/local/bin/kube-proxy
-  put "$r" /usr/sbin/xtables-nft-multi
-  for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-    ln -s xtables-nft-multi "$r/usr/sbin/$t"
-  done
-  mkdir -p "$r/usr/lib/x86_64-linux-gnu"
-  cp -a /usr/lib/x86_64-linux-gnu/xtables "$r/usr/lib/x86_64-linux-gnu/"
-  for so in "$r"/usr/lib/x86_64-linux-gnu/xtables/*.so; do
-    for lib in $(ldd "$so" 2>/dev/null | grep -o '/[^ ]*' || true); do
-      [ -e "$r$lib" ] || { mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; }
-    done
-  done
-  image "$REPO/kube-proxy:$K8S_VERSION" "$r" -
-  r=$work/etcd; base "$r"; put "$r" "$bin/etcd" /usr/local/bin/etcd; put "$r" "$bin/etcdctl" /usr/local/bin/etcdctl
-  image "$REPO/etcd:3.6.6-0" "$r" /usr/local/bin/etcd
-  r=$work/coredns; base "$r"; put "$r" "$bin/coredns" /coredns
-  image "$REPO/coredns/coredns:v1.13.1" "$r" /coredns
-  r=$work/pause; mkdir -p "$r"; put "$r" "$bin/pause" /pause
-  image "$REPO/pause:3.10.1" "$r" /pause
+  n=0
+  while read -r ref files; do
+    n=$((n + 1)); r=$work/$n; set -- $files
+    case ${ref%:*} in
+    */kube-apiserver|*/kube-controller-manager|*/kube-scheduler)
+      base "$r"; put "$r" "$1" "/usr/local/bin/$(basename "${ref%:*}")"; image "$ref" "$r" - ;;
+    */kube-proxy)
+      base "$r"; put "$r" "$1" /usr/local/bin/kube-proxy
+      put "$r" /usr/sbin/xtables-nft-multi
+      for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+        ln -s xtables-nft-multi "$r/usr/sbin/$t"
+      done
+      mkdir -p "$r/usr/lib/x86_64-linux-gnu"
+      cp -a /usr/lib/x86_64-linux-gnu/xtables "$r/usr/lib/x86_64-linux-gnu/"
+      for so in "$r"/usr/lib/x86_64-linux-gnu/xtables/*.so; do
+        for lib in $(ldd "$so" 2>/dev/null | grep -o '/[^ ]*' || true); do
+          [ -e "$r$lib" ] || { mkdir -p "$r$(dirname "$lib")"; cp -L "$lib" "$r$lib"; }
+        done
+      done
+      image "$ref" "$r" - ;;
+    */etcd)
+      base "$r"; put "$r" "$1" /usr/local/bin/etcd; put "$r" "$2" /usr/local/bin/etcdctl
+      image "$ref" "$r" /usr/local/bin/etcd ;;
+    */coredns) base "$r"; put "$r" "$1" /coredns; image "$ref" "$r" /coredns ;;
+    */pause) mkdir -p "$r"; put "$r" "$1" /pause; image "$ref" "$r" /pause ;;
+    esac
+  done <<<"$images"
   r=$work/busybox; base "$r"; put "$r" /bin/busybox /bin/busybox
   for a in $(/bin/busybox --list); do [ -e "$r/bin/$a" ] || ln -s busybox "$r/bin/$a"; done
   image "moonadm.lab/busybox:1.35.0" "$r" -

@@ -484,10 +484,13 @@ end
 -- network namespace, with its private /run and its directories bound at their canonical paths.
 -- Records the init's host PID (the child of `unshare --fork`) for exec_on and teardown.
 local function start_real_node(st, n, images)
+  local mounts = real_node_mounts(n.root)
+  -- the node's installed kubelet package (lab/node.lua): the lab's release
+  state.write(n.root .. lab_node.RELEASE, (st.kubernetes_version or releases.DEFAULT) .. "\n", "0644", "0755")
   local argv = { "unshare", "--pid", "--uts", "--fork", "--mount-proc", core.exe(), "lab", "node", "--root", n.root,
     "--node-name", n.name, "--bin-dir", st.bin_dir, "--unit", top_dir() .. "/packaging/10-kubeadm.conf",
     "--images", images, "--cgroup", cgroup_name(st, n) }
-  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(n.name, st.name), mounts = real_node_mounts(n.root),
+  local pid, err = proc.spawn { argv = argv, netns = net.netns_path(n.name, st.name), mounts = mounts,
     log = n.root .. "/var/log/moonadm-node.log", new_session = true }
   if not pid then error(("%s: starting its init: %s"):format(n.name, err), 0) end
   n.node_pid = pid
@@ -511,6 +514,30 @@ local function wire_pod_network(c, st)
   local missing = cni.sync(st, nodes)
   state.save(st.dir, st)
   return missing
+end
+
+-- A real-kubelet lab's image archive must hold the release's images (what its kubeadm lists; the
+-- archive's manifest.json, as lab/build-images.sh writes it): without them each Pod would wait on
+-- ErrImageNeverPull instead of saying what to build.
+local function check_archive(images, release)
+  local code, out = proc.run { argv = { "tar", "-xOf", images, "manifest.json" } }
+  local ok, manifest = pcall(cjson.decode, code == 0 and out or "")
+  if not ok or type(manifest) ~= "table" then
+    error(("%s: no image manifest (manifest.json) in it: rebuild it with `make lab-bins-node`"):format(images), 0)
+  end
+  local have = {}
+  for _, m in ipairs(manifest) do for _, t in ipairs(m.RepoTags or {}) do have[t] = true end end
+  local r = releases.must(release)
+  local missing = {}
+  for _, ref in ipairs { "kube-apiserver:" .. release, "kube-controller-manager:" .. release,
+    "kube-scheduler:" .. release, "kube-proxy:" .. release, "etcd:" .. releases.etcd_tag(release),
+    "coredns/coredns:" .. r.coredns, "pause:" .. r.pause } do
+    if not have["registry.k8s.io/" .. ref] then missing[#missing + 1] = ref end
+  end
+  if #missing > 0 then
+    error(("%s lacks %s's images (%s): build them with `LAB_RELEASES=%s make lab-bins-node`"):format(
+      images, release, table.concat(missing, " "), release), 0)
+  end
 end
 
 -- Waits for every real node's init to report containerd up and the images imported.
@@ -542,10 +569,6 @@ function M.up(flags, set)
   if flags["kubernetes-version"] then flags["kubernetes-version"] = "v" .. flags["kubernetes-version"]:gsub("^v", "") end
   local k8s_version = flags["kubernetes-version"] or releases.DEFAULT
   if not releases.of(k8s_version) then error("--kubernetes-version: " .. select(2, releases.of(k8s_version)), 0) end
-  if real and k8s_version ~= releases.DEFAULT then
-    error(("--kubernetes-version %s: the real-kubelet lab has node binaries of %s only; use --kubelet standin"):format(
-      k8s_version, releases.DEFAULT), 0)
-  end
   if flags.kubelet ~= "real" and flags.kubelet ~= "standin" then
     error(("--kubelet %q: give standin (the lab's stand-in, the default) or real (kubelet and containerd)"):format(flags.kubelet), 0)
   end
@@ -560,6 +583,10 @@ function M.up(flags, set)
     error(("%s/images/kube-apiserver:%s is missing: build the release with `LAB_RELEASES=%s make lab-bins`"):format(
       bin, k8s_version, k8s_version), 0)
   end
+  if real and k8s_version ~= releases.DEFAULT and not io.open(("%s/%s/kubelet"):format(bin, k8s_version), "r") then
+    error(("%s/%s/kubelet is missing: build the release's node binaries and images with `LAB_RELEASES=%s make lab-bins-node`")
+      :format(bin, k8s_version, k8s_version), 0)
+  end
   if real then
     -- Debian's runc and CNI plugins (tools/deps.sh): without them containerd fails later, less clearly
     for _, f in ipairs { "/usr/sbin/runc", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/loopback" } do
@@ -570,6 +597,7 @@ function M.up(flags, set)
   if real and not fs.exists(images) then
     error(("%s is missing: run `make lab-bins-node` first (it builds the lab's images)"):format(images), 0)
   end
+  if real then check_archive(images, k8s_version) end
   local ok, err = net.check()
   if not ok then error(err, 0) end
   local gates
@@ -629,6 +657,9 @@ function M.up(flags, set)
     end
     -- the node's systemctl (lab/systemctl.lua), first on its PATH in exec_on
     state.write(dir .. "/sbin/systemctl", ("#!/bin/sh\nexec '%s' lab systemctl \"$@\"\n"):format(core.exe()), "0755", "0755")
+    -- and its `kubelet`: the installed release's (lab/node.lua), as `kubelet --version` on a node says
+    state.write(dir .. "/sbin/kubelet", ("#!/bin/sh\nr=$(cat %s 2>/dev/null)\nexec '%s'/${r:+$r/}kubelet \"$@\"\n")
+      :format(lab_node.RELEASE, bin), "0755", "0755")
   end
   for i = 1, ncp do st.nodes[#st.nodes + 1] = { name = "cp" .. i, role = "control-plane" } end
   for i = 1, nw do st.nodes[#st.nodes + 1] = { name = "w" .. i, role = "worker" } end

@@ -11,10 +11,19 @@
 -- and, once containerd answers, imports the lab's images (nothing can be pulled here). As PID 1 it
 -- reaps every orphan (the shims re-parent to it); when it dies the kernel ends every process of the
 -- node, which is how `lab down` stops a node.
+-- The node's installed kubelet package is the file /var/lib/moonadm-lab/kubelet.release (M.RELEASE):
+-- one line, a release whose kubelet the lab built (.lab/bin/<release>/kubelet, `LAB_RELEASES=<release>
+-- make lab-bins-node`); `lab up` writes the lab's release there. Each start of the kubelet service reads
+-- it, so what a user does on a real node after `upgrade apply|node`, `apt install kubelet=1.36.3-*` and
+-- `systemctl restart kubelet`, is here:
+--   moonadm lab exec w1 -- sh -c 'echo v1.36.3 > /var/lib/moonadm-lab/kubelet.release'
+--   moonadm lab exec w1 -- systemctl restart kubelet
+-- (`kubelet --version` on the node reads it too: the lab's `kubelet` wrapper, lab/cluster.lua).
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local proc = require "moonadm.proc"
 local cjson = require "cjson"
+local releases = require "config.releases"
 local unit = require "lab.unit"
 local util = require "framework.util"
 
@@ -22,7 +31,12 @@ local M = {}
 
 M.CONTROL = "/run/moonadm-lab"      -- kubelet.want (systemctl's requests) and kubelet.state (answers)
 M.SOCKET = "/run/containerd/containerd.sock"
-M.PAUSE = "registry.k8s.io/pause:3.10.1" -- kubeadm v1.35's; containerd 2.4's own default is 3.10.2
+M.RELEASE = "/var/lib/moonadm-lab/kubelet.release" -- the node's installed kubelet (above)
+-- containerd's sandbox image: the pause tag of the installed kubelet's minor as kubeadm lists it (kubeadm
+-- v1.35's 3.10.1 when no release is recorded); containerd 2.4's own default is 3.10.2
+function M.pause(release)
+  return "registry.k8s.io/pause:" .. (release and releases.must(release).pause or "3.10.1")
+end
 local PATH <const> = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 local RESTART_SEC <const> = { containerd = 5, kubelet = 10 }
 local STOP_GRACE <const> = 10
@@ -36,7 +50,7 @@ end
 -- README.md, "The lab"): the CRI pins kubeadm's pause tag and never pulls it, the OOM score is left alone
 -- (root here lacks CAP_SYS_RESOURCE), cgroupfs (no systemd), Debian's CNI plugins, pod netns
 -- files under the node's private state dir.
-function M.containerd_config()
+function M.containerd_config(release)
   return ([[
 version = 3
 root = '/var/lib/containerd'
@@ -63,7 +77,7 @@ state = '/run/containerd'
       conf_dir = '/etc/cni/net.d'
   [plugins.'io.containerd.nri.v1.nri']
     disable = true
-]]):format(M.SOCKET, M.PAUSE)
+]]):format(M.SOCKET, M.pause(release))
 end
 
 -- The cgroup of this node in every hierarchy of the host (cgroup v1 here, one dir per controller,
@@ -130,13 +144,32 @@ function Node:env()
   return env
 end
 
+-- The release in the node's M.RELEASE file → "v1.36.3" | nil (no file: the lab's default kubelet) |
+-- nil, err (a file that names no release).
+function Node:release()
+  local text = util.read_host(self.o.root .. M.RELEASE)
+  if not text then return nil end
+  local r = text:match("^%s*(v%d+%.%d+%.%d+)%s*$")
+  if not r then return nil, ("%s: %q is not a release (one line such as v1.36.3)"):format(M.RELEASE, text) end
+  return r
+end
+
 function Node:kubelet_argv()
   local u = unit.parse(util.read_host(self.o.unit))
   -- the unit's EnvironmentFiles are the node's (kubeadm-flags.env, /etc/default/kubelet), under its root
   local argv, err = unit.argv(u, function(p) return util.read_host(self.o.root .. p) end)
   if not argv then return nil, self.o.unit .. ": " .. err end
-  -- The unit names the kubelet package's path; the lab's kubelet (never a host's) is in the lab's bin dir.
-  argv[1] = self.o.bin_dir .. "/" .. argv[1]:match("[^/]+$")
+  local release, rerr = self:release()
+  if rerr then return nil, rerr end
+  -- The unit names the kubelet package's path; the lab's kubelet (never a host's) is in the lab's bin
+  -- dir: the installed release's folder, or its top (the default release) when none is recorded.
+  local dir = self.o.bin_dir .. (release and ("/" .. release) or "")
+  argv[1] = dir .. "/" .. argv[1]:match("[^/]+$")
+  local f = io.open(argv[1], "r") -- through the bin dir's links into the cache (fs.exists sees a dangling one)
+  if f then f:close() else
+    return nil, ("%s is missing (%s names %s): build it with `LAB_RELEASES=%s make lab-bins-node`"):format(
+      argv[1], M.RELEASE, tostring(release), release or releases.DEFAULT)
+  end
   return argv
 end
 
@@ -250,7 +283,9 @@ function Node:run()
   M.make_cgroups(o.cgroup)
   local cfg = o.root .. "/etc/containerd/config.toml"
   fs.mkdir(o.root .. "/etc/containerd", "0755")
-  fs.write(cfg, M.containerd_config(), "0644")
+  local release, rerr = self:release()
+  if rerr then log("containerd: %s: its sandbox image is kubeadm v1.35's", rerr) end
+  fs.write(cfg, M.containerd_config(release), "0644")
   self.services.containerd = { want = true, argv = { o.bin_dir .. "/containerd", "--config", cfg },
     log = "/var/log/containerd.log" }
   self.services.kubelet = { want = false, log = "/var/log/kubelet.log" }
