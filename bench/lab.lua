@@ -412,6 +412,115 @@ function L.section_lab()
 end
 
 ---------------------------------------------------------------------------------------------------
+-- The same one-node init, reset and worker join on the real-kubelet lab (kubelet + containerd per
+-- node, `lab up --kubelet real`): lab bench7 on 10.253.37, 1 control plane + 1 worker. Here kubeadm
+-- finds its container runtime, removes containers through the CRI on reset, and the waits are a real
+-- kubelet's. Both tools use the lab's own config for each node (its patches directory, --node-ip).
+function L.section_realnode()
+  if core.getuid() ~= 0 then return C.skip("realnode", "needs root") end
+  if not io.open(C.TOP .. "/.lab/images.tar", "r") or not io.open(C.TOP .. "/.lab/bin/kubelet", "r") then
+    return C.skip("realnode", "the real-kubelet lab is not built: run `make lab-bins-node`")
+  end
+  LOGS = LOGS or "/tmp/moonadm-bench-logs"
+  os.execute("mkdir -p " .. LOGS)
+  local REPS = tonumber(os.getenv("BENCH_INIT_REPS") or "") or 3
+  local name, subnet = "bench7", "10.253.37"
+  local dir = lab_dir(name)
+  local kubectl = C.TOP .. "/.lab/bin/kubectl"
+  down(name)
+  local code = up(name, subnet, { "--kubelet", "real", "--workers", "1" })
+  if code ~= 0 then return C.skip("realnode", "lab up --kubelet real failed (lab " .. name .. " left for inspection)") end
+  local initcfg = dir .. "/cp1-init.yaml"
+  local kcfg = C.WORK .. "/kubeadm-real-cp1-init.yaml"
+  C.writef(kcfg, (C.readf(initcfg):gsub("kind: ClusterConfiguration\n", "kind: ClusterConfiguration\nkubernetesVersion: v1.35.4\n", 1)))
+  local m = { wall = {}, wait = {}, engine = {}, reset = {}, join = {} }
+  local k = { wall = {}, wait = {}, engine = {}, reset = {}, join = {} }
+  local function cleanup_cp1()
+    wait_pods_gone(name, "cp1")
+    local nroot = dir .. "/cp1"
+    os.execute(("rm -rf '%s'/var/lib/etcd/* '%s'/etc/kubernetes/* '%s'/var/lib/kubelet/* && mkdir -p '%s/etc/kubernetes/manifests'"):format(nroot, nroot, nroot, nroot))
+  end
+  local function moon_reset(node, into)
+    local c, out, secs = exec(name, node, { "moonadm", "reset", "-f" })
+    if c ~= 0 then C.say("moonadm reset %s failed: %s", node, out:sub(-500)) return false end
+    if into then into[#into + 1] = secs end
+    return true
+  end
+  moon_reset("w1")
+  moon_reset("cp1")
+  cleanup_cp1()
+  for i = 1, REPS do
+    C.say("real-kubelet one-node init %d/%d (load %s)", i, REPS, table.concat(C.loadavg(), " "))
+    local kc, kout, ksecs = exec(name, "cp1", { C.KUBEADM, "init", "--config", kcfg, "--upload-certs",
+      "--ignore-preflight-errors=all", "-v", "1" }, C.WORK .. "/kubeadm-real-init-" .. i .. ".log")
+    os.execute(("cp %s/kubeadm-real-init-%d.log %s/"):format(C.WORK, i, LOGS))
+    if kc == 0 then
+      local w = kubeadm_waiting(kout)
+      k.wall[#k.wall + 1], k.wait[#k.wait + 1], k.engine[#k.engine + 1] = ksecs, w, ksecs - w
+    else
+      C.say("kubeadm init (real kubelet) failed (exit %d): %s", kc, kout:sub(-800))
+    end
+    local rc, rout, rsecs = exec(name, "cp1", { C.KUBEADM, "reset", "-f" })
+    if rc == 0 then k.reset[#k.reset + 1] = rsecs else C.say("kubeadm reset failed: %s", rout:sub(-400)) end
+    cleanup_cp1()
+    local logf = C.WORK .. "/moonadm-real-init.json"
+    local mc, mout, msecs = exec(name, "cp1", { "moonadm", "init", "--config", initcfg, "--upload-certs", "-o", "json", "-v", "1" }, logf)
+    os.execute(("cp %s %s/moonadm-real-init-%d.json"):format(logf, LOGS, i))
+    if mc == 0 then
+      local waiting = 0
+      for _, e in ipairs(events(mout)) do
+        if e.type == "phase-end" and e.phase == "wait-control-plane" then waiting = e.duration end
+      end
+      m.wall[#m.wall + 1], m.wait[#m.wait + 1], m.engine[#m.engine + 1] = msecs, waiting, msecs - waiting
+    else
+      C.say("moonadm init (real kubelet) failed (exit %d): %s", mc, mout:sub(-800))
+    end
+    if i < REPS then moon_reset("cp1", m.reset); cleanup_cp1() end
+  end
+  samples_row("realnode", "init-real-wall", "real kubelet: one-node init, wall", m.wall, k.wall,
+    { note = "lab --kubelet real; kubeadm with --ignore-preflight-errors=all, as the lab's own init ignores SystemVerification (cgroup v1)" })
+  samples_row("realnode", "init-real-waiting", "real kubelet: one-node init, waiting", m.wait, k.wait)
+  samples_row("realnode", "init-real-engine", "real kubelet: one-node init, engine time", m.engine, k.engine)
+  samples_row("realnode", "reset-real-last-cp", "real kubelet: reset of the last control plane", m.reset, k.reset,
+    { note = "both remove the static pods' containers through the CRI" })
+
+  -- Worker joins of w1 onto moonadm's cluster, alternating tools; after each, the tool's own reset
+  -- and the Node deleted (as a user re-joining a node does).
+  local token, pin = cluster_secrets(name)
+  local jcfg = C.WORK .. "/real-w1-join.yaml"
+  if token and pin then
+    local text = C.readf(dir .. "/w1-join.yaml")
+    text = text:gsub("token: %S+", "token: " .. token, 1):gsub("%- sha256:%x+", "- " .. pin, 1)
+    C.writef(jcfg, text)
+    local admin = dir .. "/cp1/etc/kubernetes/admin.conf"
+    local deadline = core.monotonic() + 90
+    repeat
+      local _, lease = proc.run { argv = { kubectl, "--kubeconfig", admin, "get", "-n", "kube-system",
+        "lease", "kube-controller-manager", "-o", "jsonpath={.spec.holderIdentity}" } }
+      local held = lease and lease:match("%S")
+      if not held then core.sleep(0.5) end
+    until held or core.monotonic() > deadline
+    core.sleep(5)
+    local function forget_w1()
+      proc.run { argv = { kubectl, "--kubeconfig", admin, "delete", "node", "w1", "--ignore-not-found" } }
+    end
+    for _ = 1, REPS do
+      local c1, o1, t1 = exec(name, "w1", { "moonadm", "join", "--config", jcfg })
+      if c1 == 0 then m.join[#m.join + 1] = t1 else C.say("moonadm join w1 failed: %s", o1:sub(-600)) end
+      moon_reset("w1"); forget_w1()
+      local c2, o2, t2 = exec(name, "w1", { C.KUBEADM, "join", "--config", jcfg, "--ignore-preflight-errors=all" })
+      if c2 == 0 then k.join[#k.join + 1] = t2 else C.say("kubeadm join w1 failed: %s", o2:sub(-600)) end
+      exec(name, "w1", { C.KUBEADM, "reset", "-f" }); forget_w1()
+    end
+    samples_row("realnode", "worker-join-real", "real kubelet: worker join", m.join, k.join,
+      { note = "w1 alternately with each tool, each followed by its own reset and the Node deleted" })
+  else
+    C.skip("real kubelet worker join", "could not read the token or CA of " .. name)
+  end
+  down(name)
+end
+
+---------------------------------------------------------------------------------------------------
 function L.section_scale()
   if core.getuid() ~= 0 then return C.skip("scale", "needs root") end
   local avail = tonumber(C.sh("awk '/MemAvailable/{print $2}' /proc/meminfo")) or 0

@@ -155,7 +155,9 @@ function Node:release()
 end
 
 function Node:kubelet_argv()
-  local u = unit.parse(util.read_host(self.o.unit))
+  local text = util.read_host(self.o.unit)
+  if not text then return nil, self.o.unit .. ": cannot read the kubelet unit drop-in" end
+  local u = unit.parse(text)
   -- the unit's EnvironmentFiles are the node's (kubeadm-flags.env, /etc/default/kubelet), under its root
   local argv, err = unit.argv(u, function(p) return util.read_host(self.o.root .. p) end)
   if not argv then return nil, self.o.unit .. ": " .. err end

@@ -34,6 +34,13 @@ describe("lab node: the installed kubelet release", function()
     assert.matches("LAB_RELEASES=v1.37.2 make lab-bins-node", err, 1, true)
   end)
 
+  it("says when the kubelet unit drop-in cannot be read", function()
+    local n = lab_node.new { root = root, bin_dir = bin, unit = dir .. "/no-such-10-kubeadm.conf" }
+    local argv, err = n:kubelet_argv()
+    assert.is_nil(argv)
+    assert.equal(dir .. "/no-such-10-kubeadm.conf: cannot read the kubelet unit drop-in", err)
+  end)
+
   it("refuses a file that names no release", function()
     h.write(root .. lab_node.RELEASE, "1.36\n")
     local argv, err = node():kubelet_argv()
