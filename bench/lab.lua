@@ -432,9 +432,20 @@ function L.section_realnode()
   if code ~= 0 then return C.skip("realnode", "lab up --kubelet real failed (lab " .. name .. " left for inspection)") end
   local initcfg = dir .. "/cp1-init.yaml"
   local kcfg = C.WORK .. "/kubeadm-real-cp1-init.yaml"
-  C.writef(kcfg, (C.readf(initcfg):gsub("kind: ClusterConfiguration\n", "kind: ClusterConfiguration\nkubernetesVersion: v1.35.4\n", 1)))
+  -- kubeadm refuses --ignore-preflight-errors=all beside the lab's own list (SystemVerification)
+  local function for_kubeadm(text)
+    local out, skipping = {}, false
+    for line in text:gmatch("[^\n]*\n") do
+      if line == "  ignorePreflightErrors:\n" then skipping = true
+      elseif skipping and line:match("^  %- ") then -- an item of that list
+      else skipping = false; out[#out + 1] = line end
+    end
+    return table.concat(out)
+  end
+  C.writef(kcfg, for_kubeadm(C.readf(initcfg):gsub("kind: ClusterConfiguration\n", "kind: ClusterConfiguration\nkubernetesVersion: v1.35.4\n", 1)))
   local m = { wall = {}, wait = {}, engine = {}, reset = {}, join = {} }
   local k = { wall = {}, wait = {}, engine = {}, reset = {}, join = {} }
+  local init_phases, join_phases = {}, {}
   local function cleanup_cp1()
     wait_pods_gone(name, "cp1")
     local nroot = dir .. "/cp1"
@@ -469,7 +480,11 @@ function L.section_realnode()
     if mc == 0 then
       local waiting = 0
       for _, e in ipairs(events(mout)) do
-        if e.type == "phase-end" and e.phase == "wait-control-plane" then waiting = e.duration end
+        if e.type == "phase-end" then
+          if e.phase == "wait-control-plane" then waiting = e.duration end
+          init_phases[e.phase] = init_phases[e.phase] or {}
+          table.insert(init_phases[e.phase], e.duration)
+        end
       end
       m.wall[#m.wall + 1], m.wait[#m.wait + 1], m.engine[#m.engine + 1] = msecs, waiting, msecs - waiting
     else
@@ -477,6 +492,9 @@ function L.section_realnode()
     end
     if i < REPS then moon_reset("cp1", m.reset); cleanup_cp1() end
   end
+  local medians = {}
+  for ph, xs in pairs(init_phases) do medians[ph] = C.r4(C.stats(xs).median) end
+  C.results.realnode_init_phase_medians = medians
   samples_row("realnode", "init-real-wall", "real kubelet: one-node init, wall", m.wall, k.wall,
     { note = "lab --kubelet real; kubeadm with --ignore-preflight-errors=all, as the lab's own init ignores SystemVerification (cgroup v1)" })
   samples_row("realnode", "init-real-waiting", "real kubelet: one-node init, waiting", m.wait, k.wait)
@@ -492,6 +510,8 @@ function L.section_realnode()
     local text = C.readf(dir .. "/w1-join.yaml")
     text = text:gsub("token: %S+", "token: " .. token, 1):gsub("%- sha256:%x+", "- " .. pin, 1)
     C.writef(jcfg, text)
+    local kjcfg = C.WORK .. "/real-w1-join-kubeadm.yaml"
+    C.writef(kjcfg, for_kubeadm(text))
     local admin = dir .. "/cp1/etc/kubernetes/admin.conf"
     local deadline = core.monotonic() + 90
     repeat
@@ -505,13 +525,22 @@ function L.section_realnode()
       proc.run { argv = { kubectl, "--kubeconfig", admin, "delete", "node", "w1", "--ignore-not-found" } }
     end
     for _ = 1, REPS do
-      local c1, o1, t1 = exec(name, "w1", { "moonadm", "join", "--config", jcfg })
+      local c1, o1, t1 = exec(name, "w1", { "moonadm", "join", "--config", jcfg, "-o", "json", "-v", "1" })
+      for _, e in ipairs(events(o1)) do
+        if e.type == "phase-end" then
+          join_phases[e.phase] = join_phases[e.phase] or {}
+          table.insert(join_phases[e.phase], e.duration)
+        end
+      end
       if c1 == 0 then m.join[#m.join + 1] = t1 else C.say("moonadm join w1 failed: %s", o1:sub(-600)) end
       moon_reset("w1"); forget_w1()
-      local c2, o2, t2 = exec(name, "w1", { C.KUBEADM, "join", "--config", jcfg, "--ignore-preflight-errors=all" })
+      local c2, o2, t2 = exec(name, "w1", { C.KUBEADM, "join", "--config", kjcfg, "--ignore-preflight-errors=all" })
       if c2 == 0 then k.join[#k.join + 1] = t2 else C.say("kubeadm join w1 failed: %s", o2:sub(-600)) end
       exec(name, "w1", { C.KUBEADM, "reset", "-f" }); forget_w1()
     end
+    local medians = {}
+    for ph, xs in pairs(join_phases) do medians[ph] = C.r4(C.stats(xs).median) end
+    C.results.realnode_join_phase_medians = medians
     samples_row("realnode", "worker-join-real", "real kubelet: worker join", m.join, k.join,
       { note = "w1 alternately with each tool, each followed by its own reset and the Node deleted" })
   else

@@ -69,8 +69,18 @@ end
 
 -- true | nil, err: the runtime answers and its RuntimeReady condition is true (NetworkReady is not
 -- looked at, as kubeadm does not: no pod network exists before init).
+-- The runtime's `crictl info`, asked once per client (a preflight asks for it twice).
+function C:info()
+  if not self.info_cache then
+    local info, err = self:json { "info", "-o", "json" }
+    if not info then return nil, err end
+    self.info_cache = info
+  end
+  return self.info_cache
+end
+
 function C:running()
-  local info, err = self:json { "info", "-o", "json" }
+  local info, err = self:info()
   if not info then return nil, "container runtime is not running: " .. err end
   for _, c in ipairs((info.status or {}).conditions or {}) do
     if c.type == "RuntimeReady" and c.status ~= true then
@@ -83,7 +93,7 @@ end
 
 -- The runtime's sandbox (pause) image, from its info's config | nil, err.
 function C:sandbox_image()
-  local info, err = self:json { "info", "-o", "json" }
+  local info, err = self:info()
   if not info then return nil, err end
   local config = (info.info or info).config
   if type(config) == "string" then
@@ -103,13 +113,36 @@ function C:runtime_config_implemented()
   return nil, "could not check if the runtime config is available: " .. err
 end
 
+-- Every tag and digest of the runtime's images, from one `crictl images` (a crictl run costs
+-- 30-50 ms; kubeadm's ImageStatus per image is one gRPC call) | nil when it cannot be listed.
+function C:image_refs()
+  if self.refs_cache == nil then
+    local v = self:json { "images", "-o", "json" }
+    local refs = false
+    if v and type(v.images) == "table" then
+      refs = {}
+      for _, img in ipairs(v.images) do
+        for _, r in ipairs(img.repoTags or {}) do refs[r] = true end
+        for _, r in ipairs(img.repoDigests or {}) do refs[r] = true end
+      end
+    end
+    self.refs_cache = refs
+  end
+  return self.refs_cache or nil
+end
+
+-- A reference found as listed is present; any other (a short name the runtime normalizes, an
+-- unlisted runtime) is asked of the runtime itself, so nothing is pulled that is already there.
 function C:image_exists(ref)
+  local refs = self:image_refs()
+  if refs and refs[ref] then return true end
   return self:call { "inspecti", "-q", ref } ~= nil
 end
 
 function C:pull(ref)
   local out, err = self:call({ "pull", ref }, M.PULL_TIMEOUT)
   if not out then return nil, err end
+  self.refs_cache = nil
   return true
 end
 

@@ -198,9 +198,18 @@ M.parse_version = parse_version
 -- KubeletVersion: the kubelet in PATH is neither newer than the control plane nor older than the
 -- oldest kubelet kubeadm supports (control plane minor - 3). version_of lets tests inject a version.
 -- The installed kubelet's version ("v1.35.4"), from `kubelet --version`, or nil.
+-- Asked once per PATH in a run: KubeletVersion and SystemVerification both want it, and each
+-- `kubelet --version` starts the kubelet's Go runtime (40-70 ms here).
+local kubelet_versions = {}
 local function installed_kubelet_version()
-  local out = sh_read("kubelet --version")
-  return out and out:match("v%d+%.%d+%.%d+%S*")
+  local path = os.getenv("PATH") or ""
+  local v = kubelet_versions[path]
+  if v == nil then
+    local out = sh_read("kubelet --version")
+    v = out and out:match("v%d+%.%d+%.%d+%S*") or false
+    kubelet_versions[path] = v
+  end
+  return v or nil
 end
 M.installed_kubelet_version = installed_kubelet_version
 
@@ -228,11 +237,17 @@ end
 -- ---- the container runtime (kubeadm's CRI, ContainerRuntimeVersion, ImagePull) ----------------
 
 -- A client of this node's CRI endpoint, or nil and the check's finding.
+-- One client per run's context, so the CRI and ImagePull checks share what it asked (its info, the image list).
+local clients = setmetatable({}, { __mode = "k" })
 local function runtime_client(ctx)
   local ok, sock = pcall(cri_socket.socket, ctx)
   if not ok then return nil, { { level = "error", msg = sock } } end
-  local c, err = cri.new(sock)
+  local c = ctx and clients[ctx]
+  if c and c.endpoint == sock then return c end
+  local err
+  c, err = cri.new(sock)
   if not c then return nil, { { level = soften(ctx, "error"), msg = "could not connect to the container runtime: " .. err } } end
+  if ctx then clients[ctx] = c end
   return c
 end
 

@@ -34,6 +34,39 @@ describe("cri.client", function()
       "unix:///run/x.sock", "--timeout", "10s", "version" }, calls[1])
   end)
 
+  it("image presence: one listing answers for every listed tag or digest, anything else asks the runtime, a pull re-lists", function()
+    local listed = { images = { { repoTags = { "registry.k8s.io/pause:3.10.1" }, repoDigests = { "registry.k8s.io/pause@sha256:aa" } },
+      { repoTags = { "registry.k8s.io/etcd:3.6.6-0" }, repoDigests = {} } } }
+    local c, calls = fake {
+      images = { 0, cjson.encode(listed) },
+      inspecti = function(argv) return argv[#argv] == "busybox:1" and 0 or 1, "" end,
+      pull = { 0, "Image is up to date" },
+    }
+    assert.is_true(c:image_exists("registry.k8s.io/pause:3.10.1"))
+    assert.is_true(c:image_exists("registry.k8s.io/pause@sha256:aa"))
+    assert.is_true(c:image_exists("registry.k8s.io/etcd:3.6.6-0"))
+    local function count(sub)
+      local n = 0
+      for _, a in ipairs(calls) do if a[10] == sub then n = n + 1 end end
+      return n
+    end
+    assert.equal(1, count("images"))
+    assert.equal(0, count("inspecti"))
+    assert.is_true(c:image_exists("busybox:1")) -- a short name the runtime normalizes
+    assert.is_false(c:image_exists("registry.k8s.io/kube-apiserver:v1.35.4"))
+    assert.equal(2, count("inspecti"))
+    assert.is_true(c:pull("registry.k8s.io/kube-apiserver:v1.35.4"))
+    c:image_exists("registry.k8s.io/pause:3.10.1")
+    assert.equal(2, count("images"))
+  end)
+
+  it("image presence without a listing (an older crictl): every image asked of the runtime", function()
+    local c, calls = fake { inspecti = { 0, "" } }
+    assert.is_true(c:image_exists("registry.k8s.io/pause:3.10.1"))
+    assert.is_true(c:image_exists("registry.k8s.io/etcd:3.6.6-0"))
+    assert.equal("inspecti", calls[#calls][10])
+  end)
+
   it("running: RuntimeReady must be true; NetworkReady is not looked at", function()
     local info = { status = { conditions = { { type = "RuntimeReady", status = true }, { type = "NetworkReady", status = false,
       reason = "NetworkPluginNotReady" } } } }
