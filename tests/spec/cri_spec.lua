@@ -103,6 +103,7 @@ describe("cri.client", function()
     local c, calls = fake {
       pods = { 0, cjson.encode(pods) },
       stopp = function(argv)
+        if #argv > 11 then return 1, "busy" end -- the batch of every pod fails: one by one
         local id = argv[#argv]
         stops[id] = (stops[id] or 0) + 1
         if id == "aaa" and stops[id] < 3 then return 1, "busy" end
@@ -118,8 +119,14 @@ describe("cri.client", function()
     assert.equal(cri.REMOVE_RETRIES, stops.bbb)
     assert.matches("^failed to remove pod bbb: crictl rmp %(unix:///run/x%.sock%): in use$", err)
     assert.is_true(#calls > 5)
-    n = assert(fake({ stopp = { 0, "" }, rmp = { 0, "" } }):remove_pods { "a", "b" })
+    local ok_calls
+    c, ok_calls = fake { stopp = { 0, "" }, rmp = { 0, "" } }
+    n = assert(c:remove_pods { "a", "b" })
     assert.equal(2, n)
+    -- all went at once: one crictl stopp and one crictl rmp for both pods
+    assert.equal(2, #ok_calls)
+    assert.same({ "stopp", "a", "b" }, { table.unpack(ok_calls[1], 10) })
+    assert.same({ "rmp", "a", "b" }, { table.unpack(ok_calls[2], 10) })
   end)
 
   it("without crictl: an error saying what to install", function()
