@@ -5,6 +5,7 @@
 -- Every call has a timeout; every failure returns nil, err naming the endpoint and crictl's words.
 local cjson = require "cjson"
 local proc = require "moonadm.proc"
+local log = require "framework.log"
 
 local M = {}
 
@@ -178,11 +179,14 @@ function C:remove_pods(ids)
   if #ids > 1 then
     local stop = { "stopp" }
     for _, id in ipairs(ids) do stop[#stop + 1] = id end
-    if self:call(stop) then
+    local ok, err = self:call(stop)
+    if ok then
       local rm = { "rmp" }
       for _, id in ipairs(ids) do rm[#rm + 1] = id end
-      if self:call(rm) then return #ids end
+      ok, err = self:call(rm)
+      if ok then return #ids end
     end
+    log.v(1, "[reset] removing %d pod sandboxes at once failed (%s): one by one", #ids, tostring(err))
   end
   local errs, n = {}, 0
   for _, id in ipairs(ids) do
