@@ -27,7 +27,7 @@ bins="kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd etcd
 for b in $bins; do
   [ -x "$bin/$b" ] || { echo "lab-images: $bin/$b is missing: run make lab-bins-node" >&2; exit 1; }
 done
-for f in /bin/busybox /usr/sbin/xtables-nft-multi; do
+for f in /bin/busybox /usr/sbin/xtables-nft-multi /usr/sbin/haproxy /usr/sbin/keepalived /usr/bin/curl; do
   [ -x "$f" ] || { echo "lab-images: $f is missing: run make deps" >&2; exit 1; }
 done
 # The images as "REF FILE..." lines (FILE: the binaries in its layer), the default release's first.
@@ -80,10 +80,13 @@ $ref $files"
   done
   echo "lab-images: with $release's images"
 done
+# Debian's versions without the revision (2.6.12-1+deb12u4 -> 2.6.12)
+haproxy_tag=$(dpkg-query -W -f='${Version}' haproxy); haproxy_tag=${haproxy_tag%%-*}
+keepalived_tag=$(dpkg-query -W -f='${Version}' keepalived); keepalived_tag=${keepalived_tag#*:}; keepalived_tag=${keepalived_tag%%-*}
 key=$( {
          while read -r ref files; do echo "$ref"; for f in $files; do readlink -f "$f"; done; done <<<"$images"
          readlink -f "$bin/lab-image"; cat "$0"
-         dpkg-query -W -f='${Package} ${Version}\n' libc6 iptables busybox-static 2>/dev/null || true; } |
+         dpkg-query -W -f='${Package} ${Version}\n' libc6 iptables busybox-static haproxy keepalived curl 2>/dev/null || true; } |
        sha256sum | cut -c1-16)
 cache=$cache_root/$key
 if [ -s "$cache/images.tar" ]; then
@@ -148,6 +151,14 @@ else
   r=$work/busybox; base "$r"; put "$r" /bin/busybox /bin/busybox
   for a in $(/bin/busybox --list); do [ -e "$r/bin/$a" ] || ln -s busybox "$r/bin/$a"; done
   image "moonadm.lab/busybox:1.35.0" "$r" -
+  # The control-plane endpoint's virtual IP (moonadm init --control-plane-endpoint-vip): Debian's
+  # haproxy (with its Lua) and keepalived; keepalived's check script needs a shell and curl.
+  r=$work/haproxy; base "$r"; put "$r" /usr/sbin/haproxy /usr/local/sbin/haproxy
+  image "moonadm.lab/haproxy:$haproxy_tag" "$r" -
+  r=$work/keepalived; base "$r"; put "$r" /usr/sbin/keepalived /usr/local/sbin/keepalived; put "$r" /usr/bin/curl
+  put "$r" /bin/busybox /bin/busybox; ln -s busybox "$r/bin/sh"
+  mkdir -p "$r/etc/ssl/certs" "$r/run/keepalived"
+  image "moonadm.lab/keepalived:$keepalived_tag" "$r" -
   mkdir -p "$cache.tmp"
   "$bin/lab-image" "$cache.tmp/images.tar" "${args[@]}"
   rm -rf "$cache"; mv "$cache.tmp" "$cache"

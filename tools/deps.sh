@@ -16,6 +16,7 @@ packages=(
   openssl curl ca-certificates                                # test fixtures, lab-bins downloads
   iproute2 kmod                                               # the lab's namespaces and bridge
   runc containernetworking-plugins iptables busybox-static    # real-kubelet lab: OCI runtime, CNI, test image
+  haproxy keepalived                                          # real-kubelet lab: the virtual-IP images (docs/ha.md)
   valgrind clang libclang-rt-dev                              # make valgrind, make asan, make fuzz
   dpkg-dev git                                                # make deb (dpkg-deb, dpkg-shlibdeps); .ci/run's scratch clone
 )

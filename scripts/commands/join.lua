@@ -10,6 +10,7 @@ M.flags = {
   { name = "apiserver-bind-port", type = "int", help = "If the node should host a new control plane instance, the port for the API Server to bind to (default 6443)" },
   { name = "certificate-key", type = "string", help = "Use this key to decrypt the certificate secrets uploaded by init" },
   { name = "control-plane", type = "bool", help = "Create a new control plane instance on this node" },
+  { name = "control-plane-endpoint-vip-interface", type = "string", help = "moonadm: the interface keepalived holds the cluster's virtual IP on, when it has one (default: the one with the advertise address)" },
   { name = "cri-socket", type = "string", help = "Path to the CRI socket to connect" },
   { name = "discovery-file", type = "string", help = "For file-based discovery, a file or URL from which to load cluster information" },
   { name = "discovery-token", type = "string", help = "For token-based discovery, the token used to validate cluster information fetched from the API server" },

@@ -51,9 +51,11 @@ M.flags = {
     { name = "ready-timeout", type = "int", default = 180, help = "Seconds to wait for every mirror Pod and every Node Ready before `lab up` fails" },
     { name = "kubelet", type = "string", default = "standin", help = "standin (the lab's kubelet stand-in: fast, no runtime) or real (the real kubelet and containerd per node; `make lab-bins-node`)" },
     { name = "images", type = "string", help = "The image archive each real node imports (default .lab/images.tar)" },
+    { name = "control-plane-endpoint", type = "string", default = "lb", help = "lb (the lab's own load balancer at .2, with several control planes) or vip (keepalived + haproxy static Pods hold .2:8443 on the control planes: moonadm init --control-plane-endpoint-vip; needs --kubelet real)" },
   },
   down = with_common {},
   status = with_common {},
+  network = with_common {},
   exec = with_common {},
   kubelet = {
     { name = "root", type = "string", help = "The node's root directory" },
@@ -109,6 +111,9 @@ M.help = {
     example = "  moonadm lab down --name demo2", args = "", flags = M.flags.down },
   ["status"] = { short = "Show a lab's nodes, their static pods and PIDs",
     example = "  moonadm lab status -o json", args = "", flags = M.flags.status },
+  ["network"] = { short = "Wire pod networking for the Nodes that joined after `lab up` (a spare joined by hand)",
+    example = "  moonadm lab exec s1 -- moonadm join --config .lab/cluster/s1-join.yaml\n  moonadm lab network",
+    args = "", flags = M.flags.network },
   ["exec"] = { short = "Run a command as if on a lab node (its network namespace, its node directories)",
     example = "  moonadm lab exec cp1 -- moonadm certs check-expiration", args = "NODE -- CMD [ARGS...]",
     flags = M.flags.exec },
@@ -138,6 +143,8 @@ end
 function M.down(argv) return cluster.down((parse(M.flags.down, argv))) end
 
 function M.status(argv) return cluster.status((parse(M.flags.status, argv))) end
+
+function M.network(argv) return cluster.network((parse(M.flags.network, argv))) end
 
 function M.exec(argv)
   local sep
@@ -186,10 +193,10 @@ end
 function M.main(argv)
   local sub = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
-  local f = ({ up = M.up, down = M.down, status = M.status, exec = M.exec, kubelet = M.kubelet, lb = M.lb, node = M.node,
+  local f = ({ up = M.up, down = M.down, status = M.status, network = M.network, exec = M.exec, kubelet = M.kubelet, lb = M.lb, node = M.node,
     systemctl = lab_systemctl.main })[sub]
   if not f then
-    io.stderr:write("usage: moonadm lab up|down|status|exec [--dir DIR] [-o json]\n")
+    io.stderr:write("usage: moonadm lab up|down|status|network|exec [--dir DIR] [-o json]\n")
     return 1
   end
   return f(rest)

@@ -10,7 +10,9 @@ return flow.from_list("init", {
   "etcd",
   "control-plane",
   "kubelet-start",
+  "control-plane-endpoint",        -- moonadm's own, with --control-plane-endpoint-vip: keepalived + haproxy
   "wait-control-plane",
+  "control-plane-endpoint-reader", -- (with it) the VIP answers; its settings and haproxy's reader uploaded
   "upload-config",
   "upload-certs",
   "mark-control-plane",

@@ -17,5 +17,6 @@ return flow.from_list("join", {
   "control-plane-join",
   when("ControlPlaneKubeletLocalMode=false", "control-plane-join/etcd"),
   "control-plane-join/mark-control-plane",
+  "control-plane-endpoint", -- moonadm's own: the cluster's virtual IP (keepalived + haproxy), when it has one
   "wait-control-plane",
 })

@@ -79,7 +79,21 @@ end
 
 -- A real-kubelet node also has its own containerd state, CNI config and state, logs, and a private
 -- /run (containerd's shim sockets are fixed under /run/containerd; runc state and pod netns live there).
-local REAL_NODE_DIRS <const> = { "/var/log", "/var/lib/containerd", "/var/lib/cni", "/etc/cni/net.d" }
+local REAL_NODE_DIRS <const> = { "/var/log", "/var/lib/containerd", "/var/lib/cni", "/etc/cni/net.d",
+  "/etc/haproxy", "/etc/keepalived" } -- the last two: a --control-plane-endpoint vip node's own files
+
+-- --control-plane-endpoint vip: haproxy's port (the HA guide's) and the images lab/build-images.sh
+-- makes from Debian's haproxy and keepalived (tagged with their upstream versions).
+local VIP_PORT <const> = 8443
+local function vip_images()
+  local out = {}
+  for _, pkg in ipairs { "haproxy", "keepalived" } do
+    local code, v = proc.run { argv = { "dpkg-query", "-W", "-f=${Version}", pkg } }
+    if code ~= 0 then error(("--control-plane-endpoint vip: Debian's %s is not installed: run `make deps`"):format(pkg), 0) end
+    out[pkg] = ("moonadm.lab/%s:%s"):format(pkg, v:gsub("^%d+:", ""):gsub("%-.*$", ""))
+  end
+  return out
+end
 
 local function real_node_mounts(root)
   local m = { { type = "tmpfs", dst = "/run" } }
@@ -569,6 +583,14 @@ function M.up(flags, set)
   if flags["kubernetes-version"] then flags["kubernetes-version"] = "v" .. flags["kubernetes-version"]:gsub("^v", "") end
   local k8s_version = flags["kubernetes-version"] or releases.DEFAULT
   if not releases.of(k8s_version) then error("--kubernetes-version: " .. select(2, releases.of(k8s_version)), 0) end
+  local vip = flags["control-plane-endpoint"] == "vip"
+  if flags["control-plane-endpoint"] ~= "lb" and not vip then
+    error(("--control-plane-endpoint %q: give lb (the lab's balancer) or vip (keepalived + haproxy on the control planes)")
+      :format(tostring(flags["control-plane-endpoint"])), 0)
+  end
+  if vip and not real then
+    error("--control-plane-endpoint vip runs keepalived and haproxy as static Pods: it needs --kubelet real", 0)
+  end
   if flags.kubelet ~= "real" and flags.kubelet ~= "standin" then
     error(("--kubelet %q: give standin (the lab's stand-in, the default) or real (kubelet and containerd)"):format(flags.kubelet), 0)
   end
@@ -697,7 +719,11 @@ function M.up(flags, set)
       end
       state.save(dir, st)
     end
-    if ncp > 1 then
+    if vip then
+      -- no balancer: the control planes' keepalived holds .2 and their haproxy listens on 8443
+      st.vip, st.endpoint = { ip = subnet .. ".2", port = VIP_PORT }, subnet .. ".2:" .. VIP_PORT
+      state.save(dir, st)
+    elseif ncp > 1 then
       local lb = { name = "lb", ip = subnet .. ".2" }
       net.node_up("lb", lb.ip, subnet, name)
       local backends = {}
@@ -747,6 +773,12 @@ function M.up(flags, set)
     state.save(dir, st)
     log.info("[lab] %s: moonadm init --config %s", cp1.name, cfgfile)
     local iargv = { "moonadm", "init", "--config", cfgfile, "--upload-certs" }
+    if st.vip then
+      local img = vip_images()
+      for _, a in ipairs { "--control-plane-endpoint-vip", "keepalived-haproxy",
+        "--control-plane-endpoint-vip-haproxy-image", img.haproxy,
+        "--control-plane-endpoint-vip-keepalived-image", img.keepalived } do iargv[#iargv + 1] = a end
+    end
     if flags.flow then iargv[#iargv + 1] = "--flow"; iargv[#iargv + 1] = M.abs(flags.flow) end
     local code = M.exec_on(st, cp1, iargv)
     if code == 3 then
@@ -764,8 +796,11 @@ function M.up(flags, set)
     state.copy(conf, dir .. "/super-admin.conf", "0600")
     for i = 2, #st.nodes do
       local n = st.nodes[i]
-      if n.role == "spare" then goto continue end
       local jfile = join_config(st, n, cp1)
+      if n.role == "spare" then -- ready for `lab exec s1 -- moonadm join --config FILE` (as a worker)
+        log.info("[lab] %s: not joined; its worker join config is %s", n.name, jfile)
+        goto continue
+      end
       log.info("[lab] %s: moonadm join --config %s", n.name, jfile)
       local jargv = { "moonadm", "join", "--config", jfile }
       if flags["join-flow"] then jargv[#jargv + 1] = "--flow"; jargv[#jargv + 1] = M.abs(flags["join-flow"]) end
@@ -818,6 +853,25 @@ function M.down(flags)
   local st = state.load(flags.dir)
   teardown(flags.dir, st, flags.name or net.NAME)
   log.result("[lab] down: every process stopped, namespaces and bridge removed")
+  return 0
+end
+
+-- `lab network`: the CNI config and routes of every Node that has a pod CIDR and none yet (a spare
+-- joined after `lab up`), until each has them (the controller-manager gives a new Node its CIDR).
+function M.network(flags)
+  need_root()
+  local st = state.load(flags.dir) or error("no lab in " .. flags.dir, 0)
+  if st.kubelet ~= "real" then log.result("[lab] a stand-in lab has no pod network to wire") return 0 end
+  local c, cerr = kclient.from_kubeconfig(flags.dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
+  if not c then error(("an API client from %s/admin.conf: %s"):format(flags.dir, tostring(cerr)), 0) end
+  local ok, err = pcall(wait_for, "every Node's pod network", 60, function()
+    local missing, werr = wire_pod_network(c, st)
+    if not missing then return false, werr end
+    if #missing == 0 then return true end
+    return false, "no pod CIDR yet: " .. table.concat(missing, " ")
+  end, "Every Node's pod network is wired")
+  c:close()
+  if not ok then error(err, 0) end
   return 0
 end
 

@@ -34,7 +34,7 @@ function M.sync(st, nodes)
   end
   local missing = {}
   for _, n in ipairs(st.nodes) do
-    if n.role ~= "spare" then
+    if n.role ~= "spare" or cidr[n.name:lower()] then -- a spare once it joined (`lab network`)
       local pc = cidr[n.name:lower()]
       if not pc then
         missing[#missing + 1] = n.name
@@ -48,7 +48,7 @@ function M.sync(st, nodes)
   -- every node reaches every other wired node's pods through that node's address
   for _, n in ipairs(st.nodes) do
     for _, peer in ipairs(st.nodes) do
-      if peer ~= n and peer.pod_cidr and n.role ~= "spare" and not (n.routes or {})[peer.name] then
+      if peer ~= n and peer.pod_cidr and (n.role ~= "spare" or n.pod_cidr) and not (n.routes or {})[peer.name] then
         local code = proc.run { argv = { "ip", "-n", net.netns_name(n.name, st.name), "route", "replace", peer.pod_cidr,
           "via", peer.ip } }
         if code == 0 then n.routes = n.routes or {}; n.routes[peer.name] = true end

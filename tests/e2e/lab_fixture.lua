@@ -92,6 +92,29 @@ function M.exec(st, node, argv)
   return h.moonadm(args)
 end
 
+-- crictl on a real-kubelet lab node, dialling its containerd, never its /etc/crictl.yaml: as exec.
+M.CRICTL = { "crictl", "--config", "/dev/null", "--runtime-endpoint", "unix:///run/containerd/containerd.sock" }
+function M.crictl(st, node, args)
+  local argv = {}
+  for _, a in ipairs(M.CRICTL) do argv[#argv + 1] = a end
+  for _, a in ipairs(args) do argv[#argv + 1] = a end
+  return M.exec(st, node, argv)
+end
+
+-- Polls fn (→ ok, why) every interval seconds (default 1) until ok; after timeout seconds raises
+-- an error naming what was awaited and fn's last why.
+function M.wait_for(what, timeout, fn, interval)
+  local deadline = os.time() + timeout
+  local last
+  repeat
+    local ok, why = fn()
+    if ok then return end
+    last = why
+    os.execute("sleep " .. (interval or 1))
+  until os.time() > deadline
+  error(("timed out after %ds waiting for %s: %s"):format(timeout, what, tostring(last)))
+end
+
 -- As exec, with stdout and stderr as one text and the seconds it took: code, text, seconds.
 function M.run_on(st, node, argv)
   local t0 = os.time()

@@ -9,7 +9,6 @@ local fixture = require "lab_fixture"
 local h = require "helpers"
 
 local NAME, SUBNET = "e2erealha", "10.252.10"
-local CRICTL = { "crictl", "--config", "/dev/null", "--runtime-endpoint", "unix:///run/containerd/containerd.sock" }
 
 describe("the real-kubelet lab, HA (own lab " .. NAME .. ", 3 control planes + 1 worker)", function()
   local code, out, err, st, t_up
@@ -19,10 +18,7 @@ describe("the real-kubelet lab, HA (own lab " .. NAME .. ", 3 control planes + 1
     return cjson.decode(o)
   end
   local function apiserver_container(node)
-    local argv = {}
-    for _, a in ipairs(CRICTL) do argv[#argv + 1] = a end
-    for _, a in ipairs { "ps", "--name", "kube-apiserver", "--state", "running", "-q" } do argv[#argv + 1] = a end
-    local rc, o = fixture.exec(st, node, argv)
+    local rc, o = fixture.crictl(st, node, { "ps", "--name", "kube-apiserver", "--state", "running", "-q" })
     assert.equal(0, rc, o)
     return (o:match("%x+"))
   end

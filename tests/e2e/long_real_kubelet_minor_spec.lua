@@ -16,20 +16,9 @@ local NAME, SUBNET = "e2erkm", "10.253.41"
 local FROM, TO = "v1.35.4", "v1.36.3"
 local TO_IMAGES = { ["etcd"] = "3.6.8-0", ["kube-apiserver"] = TO, ["kube-controller-manager"] = TO,
   ["kube-scheduler"] = TO }
-local CRICTL = { "crictl", "--config", "/dev/null", "--runtime-endpoint", "unix:///run/containerd/containerd.sock" }
 local RELEASE_FILE = "/var/lib/moonadm-lab/kubelet.release"
 
-local function wait(what, timeout, fn)
-  local deadline = os.time() + timeout
-  local last
-  repeat
-    local ok, why = fn()
-    if ok then return end
-    last = why
-    os.execute("sleep 2")
-  until os.time() > deadline
-  error(("timed out after %ds waiting for %s: %s"):format(timeout, what, tostring(last)))
-end
+local function wait(what, timeout, fn) return fixture.wait_for(what, timeout, fn, 2) end
 
 describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the real-kubelet lab (own lab " .. NAME ..
   ", 1 control plane + 1 worker)", function()
@@ -45,11 +34,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the real-kubelet lab
     return c, o .. e
   end
   local function crictl(node, args)
-    local argv = {}
-    for _, a in ipairs(CRICTL) do argv[#argv + 1] = a end
-    for _, a in ipairs(args) do argv[#argv + 1] = a end
-    local c, o = on(node, argv)
-    assert.equal(0, c, o)
+    local c, o, e = fixture.crictl(st, node, args)
+    assert.equal(0, c, o .. e)
     return o
   end
   -- the kubelet service's main PID on the node (its PID namespace's) and what that process runs

@@ -10,7 +10,6 @@ local fixture = require "lab_fixture"
 local h = require "helpers"
 
 local NAME, SUBNET = "e2ereal", "10.252.9"
-local CRICTL = { "crictl", "--config", "/dev/null", "--runtime-endpoint", "unix:///run/containerd/containerd.sock" }
 
 local function state()
   local f = assert(io.open(h.top .. "/.lab/" .. NAME .. "/lab.json", "r"))
@@ -19,12 +18,7 @@ local function state()
   return st
 end
 
-local function crictl(st, node, args)
-  local argv = {}
-  for _, a in ipairs(CRICTL) do argv[#argv + 1] = a end
-  for _, a in ipairs(args) do argv[#argv + 1] = a end
-  return fixture.exec(st, node, argv)
-end
+local crictl = fixture.crictl
 
 local function kjson(st, args)
   local rc, out = fixture.kubectl(st, args)
@@ -32,17 +26,7 @@ local function kjson(st, args)
   return cjson.decode(out)
 end
 
-local function wait(what, timeout, fn)
-  local deadline = os.time() + timeout
-  local last
-  repeat
-    local ok, why = fn()
-    if ok then return end
-    last = why
-    os.execute("sleep 1")
-  until os.time() > deadline
-  error(("timed out after %ds waiting for %s: %s"):format(timeout, what, tostring(last)))
-end
+local wait = fixture.wait_for
 
 local function node_ready(st, name)
   local rc, out = fixture.kubectl(st, { "get", "node", name, "-o", "json" })

@@ -177,12 +177,12 @@ describe("stock flows", function()
     return out, nodes
   end
 
-  it("init has kubeadm v1.35's phases in order", function()
+  it("init has kubeadm v1.35's phases in order (and moonadm's own virtual-IP phases, off by default)", function()
     local p = paths("init", {})
     local top = {}
     for _, x in ipairs(p) do if not x:find("/") then top[#top + 1] = x end end
-    assert.same({ "preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start",
-      "wait-control-plane", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token",
+    assert.same({ "preflight", "certs", "kubeconfig", "etcd", "control-plane", "kubelet-start", "control-plane-endpoint",
+      "wait-control-plane", "control-plane-endpoint-reader", "upload-config", "upload-certs", "mark-control-plane", "bootstrap-token",
       "kubelet-finalize", "addon", "show-join-command" }, top)
     assert.truthy(require("framework.util").contains(p, "certs/etcd-healthcheck-client"))
   end)
@@ -192,7 +192,7 @@ describe("stock flows", function()
     assert.same({ "preflight", "control-plane-prepare", "control-plane-prepare/download-certs",
       "control-plane-prepare/certs", "control-plane-prepare/kubeconfig", "control-plane-prepare/control-plane",
       "check-etcd", "kubelet-start", "etcd-join", "kubelet-wait-bootstrap", "control-plane-join",
-      "control-plane-join/mark-control-plane", "wait-control-plane" }, p)
+      "control-plane-join/mark-control-plane", "control-plane-endpoint", "wait-control-plane" }, p)
   end)
 
   it("join runs kubeadm's old order with the gate off", function()
@@ -200,7 +200,7 @@ describe("stock flows", function()
     assert.same({ "preflight", "control-plane-prepare", "control-plane-prepare/download-certs",
       "control-plane-prepare/certs", "control-plane-prepare/kubeconfig", "control-plane-prepare/control-plane",
       "check-etcd", "kubelet-start", "kubelet-wait-bootstrap", "control-plane-join", "control-plane-join/etcd",
-      "control-plane-join/mark-control-plane", "wait-control-plane" }, p)
+      "control-plane-join/mark-control-plane", "control-plane-endpoint", "wait-control-plane" }, p)
   end)
 
   it("every stock flow passes its own requires check in both gate states", function()

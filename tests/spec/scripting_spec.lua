@@ -52,6 +52,7 @@ return {
   "control-plane-join",
   when("ControlPlaneKubeletLocalMode=false", "control-plane-join/etcd"),
   "control-plane-join/mark-control-plane",
+  "control-plane-endpoint",
   "wait-control-plane",
 }
 ]])

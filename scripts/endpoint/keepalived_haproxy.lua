@@ -1,0 +1,308 @@
+-- The files of kubeadm's HA guide's first way, for one control-plane node: keepalived holds the
+-- virtual IP (VRRP, moved to a healthy node), haproxy on every control plane spreads connections
+-- over the kube-apiservers. Pure rendering: settings (endpoint/vip.lua's) and this node in, file
+-- texts and static Pod tables out; endpoint/vip.lua writes them.
+--   keepalived.conf + check_apiserver.sh   as the guide's (the check asks /healthz through haproxy)
+--   haproxy.cfg                            as the guide's, its backend a fixed set of SLOTS servers
+--   apiserver-backends.lua                 haproxy's own Lua task: the backend's servers follow the
+--                                          cluster's kube-apiservers (the `kubernetes` EndpointSlice)
+-- Why the Lua task: a joining control plane cannot write the other nodes' files, and the
+-- apiservers' endpoint reconciler already keeps the list of live apiservers; haproxy reads it from
+-- its own node's apiserver with a token that may only read that one object (endpoint/vip.lua).
+local yaml = require "moonadm.yaml"
+local pod = require "manifests.pod"
+
+local M = {}
+
+M.SLOTS = 7 -- the backend's servers: more control planes than etcd's sensible maximum
+M.BACKEND = "apiserverbackend"
+M.KEEPALIVED_CONF = "/etc/keepalived/keepalived.conf"
+M.CHECK_SCRIPT = "/etc/keepalived/check_apiserver.sh"
+M.HAPROXY_DIR = "/etc/haproxy"
+M.HAPROXY_CFG = "/etc/haproxy/haproxy.cfg"
+M.BACKENDS_LUA = "/etc/haproxy/apiserver-backends.lua"
+M.TOKEN_FILE = "/etc/haproxy/apiserver-reader.token"
+M.CA_FILE = "/etc/kubernetes/pki/ca.crt"
+M.MARK = "written by moonadm (control-plane endpoint: keepalived-haproxy)" -- in each file's comment syntax
+M.SYNC_SECONDS = 5
+
+local arr = yaml.array
+
+local function keepalived_conf(s, n)
+  -- No authentication block: VRRPv2's PASS is plain text on the wire and VRRPv3 has none; the
+  -- guide's auth_pass only tells routers of one subnet apart, which virtual_router_id does.
+  return table.concat({
+    "! " .. M.MARK,
+    "global_defs {",
+    "    router_id " .. n.name,
+    "    script_user root",
+    "    enable_script_security",
+    "}",
+    "vrrp_script check_apiserver {",
+    "  script \"" .. M.CHECK_SCRIPT .. "\"",
+    "  interval 3",
+    "  weight -2",
+    "  fall 10",
+    "  rise 2",
+    "}",
+    "",
+    "vrrp_instance VI_1 {",
+    "    state " .. (n.first and "MASTER" or "BACKUP"),
+    "    interface " .. n.interface,
+    "    virtual_router_id " .. s.router_id,
+    "    priority " .. (n.first and 101 or 100),
+    "    advert_int 1",
+    "    virtual_ipaddress {",
+    "        " .. s.address,
+    "    }",
+    "    track_script {",
+    "        check_apiserver",
+    "    }",
+    "}",
+    "",
+  }, "\n")
+end
+
+local function check_script(s)
+  local url = ("https://localhost:%d/healthz"):format(s.port)
+  return table.concat({
+    "#!/bin/sh",
+    "# " .. M.MARK,
+    "errorExit() {",
+    "    echo \"*** $*\" 1>&2",
+    "    exit 1",
+    "}",
+    ("curl -sfk --max-time 2 %s -o /dev/null || errorExit \"Error GET %s\""):format(url, url),
+    "",
+  }, "\n")
+end
+
+-- servers: {{ip=, port=}} known now (this node's apiserver first); the rest of the slots start
+-- disabled and the Lua task fills them.
+local function haproxy_cfg(s, n, servers)
+  local lines = {
+    "# " .. M.MARK,
+    "global",
+    "    log stdout format raw local0",
+    "    lua-load " .. M.BACKENDS_LUA,
+    "    httpclient.ssl.ca-file " .. M.CA_FILE,
+    "    httpclient.ssl.verify required",
+    "",
+    "defaults",
+    "    mode                    http",
+    "    log                     global",
+    "    option                  httplog",
+    "    option                  dontlognull",
+    "    option http-server-close",
+    "    option forwardfor       except 127.0.0.0/8",
+    "    option                  redispatch",
+    "    retries                 1",
+    "    timeout http-request    10s",
+    "    timeout queue           20s",
+    "    timeout connect         5s",
+    "    timeout client          35s",
+    "    timeout server          35s",
+    "    timeout http-keep-alive 10s",
+    "    timeout check           10s",
+    "",
+    "frontend apiserver",
+    ("    bind *:%d"):format(s.port),
+    "    mode tcp",
+    "    option tcplog",
+    "    default_backend " .. M.BACKEND,
+    "",
+    "backend " .. M.BACKEND,
+    "    option httpchk",
+    "    http-check connect ssl",
+    "    http-check send meth GET uri /healthz",
+    "    http-check expect status 200",
+    "    mode tcp",
+    "    balance     roundrobin",
+  }
+  for i = 1, M.SLOTS do
+    local sv = servers[i]
+    if sv then
+      lines[#lines + 1] = ("    server cp%d %s check verify none"):format(i, pod.join_host_port(sv.ip, sv.port))
+    else
+      lines[#lines + 1] = ("    server cp%d %s check verify none disabled"):format(i, pod.join_host_port(n.ip, n.port))
+    end
+  end
+  lines[#lines + 1] = ""
+  return table.concat(lines, "\n")
+end
+
+-- haproxy's Lua 5.3 (not moonadm's): read the EndpointSlice every SYNC_SECONDS from this node's
+-- own apiserver (so a lost VIP does not blind it), move servers in and out of the slots.
+local function backends_lua(s, n, servers)
+  local initial = {}
+  for i, sv in ipairs(servers) do initial[#initial + 1] = ("[%d] = %q"):format(i, sv.ip .. " " .. sv.port) end
+  return table.concat({
+    "-- " .. M.MARK,
+    "-- The servers cp1..cp" .. M.SLOTS .. " of backend " .. M.BACKEND .. " follow the cluster's kube-apiservers: the",
+    "-- addresses of the default/kubernetes EndpointSlice (the apiservers' endpoint reconciler keeps it),",
+    "-- read from this node's apiserver. A failed read or an empty list changes nothing.",
+    "-- The URL names the apiserver `kubernetes` (a name kubeadm puts in every apiserver certificate:",
+    "-- haproxy checks a certificate's DNS names, never its IP addresses); DST is where it is dialled.",
+    ("local URL = %q"):format(("https://kubernetes:%d/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
+      :format(n.port)),
+    ("local DST = %q"):format(pod.join_host_port(n.ip, n.port)),
+    ("local TOKEN_FILE = %q"):format(M.TOKEN_FILE),
+    ("local BACKEND, SLOTS, PERIOD_MS = %q, %d, %d"):format(M.BACKEND, M.SLOTS, M.SYNC_SECONDS * 1000),
+    "local slots = { " .. table.concat(initial, ", ") .. " } -- slot -> \"ip port\" (haproxy.cfg's servers)",
+    "",
+    "local function token()",
+    "  local f = io.open(TOKEN_FILE, \"r\")",
+    "  if not f then return nil end",
+    "  local t = f:read(\"a\"):gsub(\"%s+$\", \"\")",
+    "  f:close()",
+    "  if t ~= \"\" then return t end",
+    "end",
+    "",
+    "-- the slice's endpoints as a set of \"ip port\", or nil and why",
+    "local function fetch(tok)",
+    "  local hc = core.httpclient()",
+    "  local ok, res = pcall(hc.get, hc, { url = URL, dst = DST, timeout = 3000,",
+    "    headers = { [\"authorization\"] = { \"Bearer \" .. tok }, [\"accept\"] = { \"application/json\" } } })",
+    "  if not ok then return nil, tostring(res) end",
+    "  if res and res.status == 503 and not res.body:find(\"Status\", 1, true) then",
+    "    return nil, \"HTTP 503 from haproxy's client: \" .. DST .. \" refused, timed out or failed the check against the cluster CA\"",
+    "  end",
+    "  if not res or res.status ~= 200 then return nil, \"HTTP \" .. tostring(res and res.status) end",
+    "  local port = res.body:match('\"ports\":%s*%[.-\"port\":%s*(%d+)')",
+    "  if not port then return nil, \"no port in the EndpointSlice\" end",
+    "  local want, n = {}, 0",
+    "  for list in res.body:gmatch('\"addresses\":%s*%[(.-)%]') do",
+    "    for ip in list:gmatch('\"([^\"]+)\"') do",
+    "      if not want[ip .. \" \" .. port] then want[ip .. \" \" .. port], n = true, n + 1 end",
+    "    end",
+    "  end",
+    "  if n == 0 then return nil, \"no addresses in the EndpointSlice\" end",
+    "  return want",
+    "end",
+    "",
+    "local function apply(want)",
+    "  local servers = core.backends[BACKEND].servers",
+    "  for i = 1, SLOTS do",
+    "    local have = slots[i]",
+    "    if have and not want[have] then",
+    "      servers[\"cp\" .. i]:set_maint()",
+    "      slots[i] = nil",
+    "      core.Info((\"[moonadm] backend cp%d: %s removed (no longer a kube-apiserver endpoint)\"):format(i, have))",
+    "    end",
+    "  end",
+    "  local placed = {}",
+    "  for _, a in pairs(slots) do placed[a] = true end",
+    "  local sorted = {}",
+    "  for a in pairs(want) do if not placed[a] then sorted[#sorted + 1] = a end end",
+    "  table.sort(sorted)",
+    "  for _, a in ipairs(sorted) do",
+    "    for i = 1, SLOTS do",
+    "      if not slots[i] then",
+    "        local ip, port = a:match(\"^(%S+) (%d+)$\")",
+    "        local sv = servers[\"cp\" .. i]",
+    "        sv:set_addr(ip, tonumber(port))",
+    "        sv:set_ready()",
+    "        slots[i] = a",
+    "        core.Info((\"[moonadm] backend cp%d: %s added (a kube-apiserver endpoint)\"):format(i, a))",
+    "        break",
+    "      end",
+    "    end",
+    "  end",
+    "end",
+    "",
+    "core.register_task(function()",
+    "  local last",
+    "  while true do",
+    "    local tok = token()",
+    "    local ok, why = true, nil",
+    "    if tok then",
+    "      local want, err = fetch(tok)",
+    "      if want then ok, why = pcall(apply, want) else ok, why = false, err end",
+    "    else",
+    "      ok, why = false, TOKEN_FILE .. \" is not written yet\"",
+    "    end",
+    "    local state = ok and \"ok\" or tostring(why)",
+    "    if state ~= last then",
+    "      core.Info(\"[moonadm] apiserver backends from \" .. DST .. \": \" .. state)",
+    "      last = state",
+    "    end",
+    "    core.msleep(PERIOD_MS)",
+    "  end",
+    "end)",
+    "",
+  }, "\n")
+end
+
+local function hostpath(name, path, ptype)
+  return { name = name, hostPath = { path = path, type = ptype } }
+end
+
+local function static_pod(name, container, volumes)
+  return {
+    apiVersion = "v1", kind = "Pod",
+    metadata = { name = name, namespace = "kube-system", labels = { component = name, tier = "control-plane" } },
+    spec = {
+      containers = arr { container },
+      hostNetwork = true,
+      priority = pod.PRIORITY,
+      priorityClassName = pod.PRIORITY_CLASS,
+      volumes = arr(volumes),
+    },
+  }
+end
+
+local function keepalived_pod(s)
+  return static_pod("keepalived", {
+    name = "keepalived",
+    image = s.keepalived_image,
+    imagePullPolicy = "IfNotPresent",
+    command = arr { "keepalived", "--dont-fork", "--log-console", "--vrrp", "--use-file=" .. M.KEEPALIVED_CONF },
+    securityContext = { capabilities = { add = arr { "NET_ADMIN", "NET_BROADCAST", "NET_RAW" } } },
+    volumeMounts = arr {
+      { name = "config", mountPath = M.KEEPALIVED_CONF, readOnly = true },
+      { name = "check", mountPath = M.CHECK_SCRIPT, readOnly = true },
+    },
+  }, {
+    hostpath("check", M.CHECK_SCRIPT, "File"),
+    hostpath("config", M.KEEPALIVED_CONF, "File"),
+  })
+end
+
+local function haproxy_pod(s)
+  return static_pod("haproxy", {
+    name = "haproxy",
+    image = s.haproxy_image,
+    imagePullPolicy = "IfNotPresent",
+    command = arr { "haproxy", "-db", "-f", M.HAPROXY_CFG },
+    livenessProbe = { failureThreshold = 8, timeoutSeconds = 15,
+      httpGet = { host = "localhost", path = "/healthz", port = s.port, scheme = "HTTPS" } },
+    volumeMounts = arr {
+      { name = "ca", mountPath = M.CA_FILE, readOnly = true },
+      { name = "config", mountPath = M.HAPROXY_DIR, readOnly = true },
+    },
+  }, {
+    hostpath("ca", M.CA_FILE, "File"),
+    hostpath("config", M.HAPROXY_DIR, "Directory"),
+  })
+end
+
+-- settings: {address=, port=, router_id=, haproxy_image=, keepalived_image=}; node: {name=, ip=,
+-- port= (its apiserver), interface=, first= (the init node: MASTER, priority 101)}; servers: the
+-- apiservers known now, {{ip=, port=}}. → {files = {{path, text, mode}}, pods = {name = Pod}}
+function M.render(s, node, servers)
+  return {
+    files = {
+      { M.KEEPALIVED_CONF, keepalived_conf(s, node), "0644" },
+      { M.CHECK_SCRIPT, check_script(s), "0755" },
+      { M.HAPROXY_CFG, haproxy_cfg(s, node, servers), "0644" },
+      { M.BACKENDS_LUA, backends_lua(s, node, servers), "0644" },
+    },
+    pods = { keepalived = keepalived_pod(s), haproxy = haproxy_pod(s) },
+  }
+end
+
+-- The files a reset removes (the manifests go with /etc/kubernetes/manifests): the ones above and
+-- the token. Only files that carry M.MARK are moonadm's to remove.
+M.FILES = { M.KEEPALIVED_CONF, M.CHECK_SCRIPT, M.HAPROXY_CFG, M.BACKENDS_LUA }
+
+return M

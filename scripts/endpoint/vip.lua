@@ -1,0 +1,253 @@
+-- A control-plane endpoint without an outside load balancer (kubeadm's HA guide): a virtual IP held
+-- by the control planes themselves. moonadm's own, opt-in (kubeadm's v1beta4 has no field for it):
+--   init   --control-plane-endpoint-vip keepalived-haproxy, with controlPlaneEndpoint VIP:PORT
+--          (PORT: haproxy's, not the apiservers' bindPort); the settings go into the ConfigMap
+--          kube-system/moonadm-control-plane-endpoint, which a control-plane join reads;
+--   join   a control plane writes the same static Pods when that ConfigMap exists;
+--   reset  removes the files (the manifests go with the manifest dir); the other nodes' haproxy
+--          drops this apiserver by itself once it leaves the `kubernetes` EndpointSlice.
+-- haproxy's backend follows the live apiservers through a reader token that may only get that one
+-- EndpointSlice (endpoint/keepalived_haproxy.lua says why).
+local cjson = require "cjson"
+local core = require "moonadm.core"
+local yaml = require "moonadm.yaml"
+local encoding = require "moonadm.encoding"
+local fs = require "moonadm.fs"
+local proc = require "moonadm.proc"
+local capi = require "cluster.api"
+local admin = require "cluster.admin"
+local client = require "kube.client"
+local cnet = require "config.net"
+local log = require "framework.log"
+local nodeview = require "node.view"
+local clean = require "node.clean"
+local render = require "endpoint.keepalived_haproxy"
+
+local M = {}
+
+M.MODES = { ["keepalived-haproxy"] = true, ["kube-vip"] = true }
+M.CONFIGMAP = "moonadm-control-plane-endpoint"
+M.READER = "moonadm-control-plane-endpoint" -- the ServiceAccount, Role and RoleBinding
+M.READER_SECRET = "moonadm-control-plane-endpoint-token"
+M.DEFAULT_IMAGES = { haproxy = "docker.io/library/haproxy:2.6", keepalived = "docker.io/osixia/keepalived:2.0.20" }
+M.DEFAULT_ROUTER_ID = 51
+
+local function flag(ctx, name)
+  local v = ctx.flags and ctx.flags[name]
+  if v ~= nil and v ~= "" then return v end
+end
+
+-- The init's settings from its flags and config, checked; nil when the mode is not asked for.
+function M.init_settings(ctx)
+  local mode = flag(ctx, "control-plane-endpoint-vip")
+  if not mode then return nil end
+  if not M.MODES[mode] then
+    error(("--control-plane-endpoint-vip %q: give keepalived-haproxy or kube-vip"):format(mode), 0)
+  end
+  if mode == "kube-vip" then
+    error("--control-plane-endpoint-vip kube-vip: not available in this release: kube-vip's Go module " ..
+      "(github.com/kube-vip/kube-vip) is not served by the module proxy moonadm is built and tested with, so " ..
+      "its static Pod could never be proven here; use keepalived-haproxy (docs/ha.md)", 0)
+  end
+  local cpe = ((ctx.cfg or {}).cluster or {}).controlPlaneEndpoint
+  if not cpe or cpe == "" then
+    error("--control-plane-endpoint-vip needs controlPlaneEndpoint (or --control-plane-endpoint) set to " ..
+      "VIP:PORT, the virtual IP and haproxy's port", 0)
+  end
+  local host, port = cnet.split_host_port(cpe)
+  if not host or not cnet.parse_ip(host) then
+    error(("controlPlaneEndpoint %q: --control-plane-endpoint-vip needs an IP address there (the virtual " ..
+      "IP keepalived holds), not a name"):format(cpe), 0)
+  end
+  if not port then
+    error(("controlPlaneEndpoint %q has no port: give VIP:PORT with PORT haproxy's (the guide's 8443), " ..
+      "not the apiservers' %d"):format(cpe, nodeview.bind_port(ctx)), 0)
+  end
+  if port == nodeview.bind_port(ctx) then
+    error(("controlPlaneEndpoint %q: haproxy runs next to the kube-apiserver on every control plane, so " ..
+      "its port must differ from the apiserver's bindPort %d (the guide uses 8443)"):format(cpe, port), 0)
+  end
+  local router = tonumber(flag(ctx, "control-plane-endpoint-vip-router-id") or M.DEFAULT_ROUTER_ID)
+  if not router or router < 1 or router > 255 or router % 1 ~= 0 then
+    error("--control-plane-endpoint-vip-router-id: give an integer 1..255 (VRRP's virtual_router_id)", 0)
+  end
+  return {
+    mode = mode, address = host, port = math.tointeger(port), router_id = math.tointeger(router),
+    haproxy_image = flag(ctx, "control-plane-endpoint-vip-haproxy-image") or M.DEFAULT_IMAGES.haproxy,
+    keepalived_image = flag(ctx, "control-plane-endpoint-vip-keepalived-image") or M.DEFAULT_IMAGES.keepalived,
+  }
+end
+
+local function configmap(s)
+  return {
+    apiVersion = "v1", kind = "ConfigMap",
+    metadata = { name = M.CONFIGMAP, namespace = "kube-system" },
+    data = { mode = s.mode, address = s.address, port = tostring(s.port), routerID = tostring(s.router_id),
+      haproxyImage = s.haproxy_image, keepalivedImage = s.keepalived_image },
+  }
+end
+
+-- The cluster's settings (the ConfigMap), or nil when it has none; raises on any other failure.
+function M.cluster_settings(c)
+  local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = M.CONFIGMAP })
+  if err then error(("reading ConfigMap kube-system/%s: %s"):format(M.CONFIGMAP, tostring(err)), 0) end
+  if not cm then return nil end
+  local d = cm.data or {}
+  local s = { mode = d.mode, address = d.address, port = math.tointeger(tonumber(d.port or "")),
+    router_id = math.tointeger(tonumber(d.routerID or "")), haproxy_image = d.haproxyImage,
+    keepalived_image = d.keepalivedImage }
+  if s.mode ~= "keepalived-haproxy" or not s.address or not s.port or not s.router_id or not s.haproxy_image
+    or not s.keepalived_image then
+    error(("ConfigMap kube-system/%s is incomplete or names a mode this moonadm cannot run (%s): fix or delete it")
+      :format(M.CONFIGMAP, cjson.encode(d)), 0)
+  end
+  return s
+end
+
+-- The interface holding this node's address (keepalived's `interface`): --control-plane-endpoint-vip-interface
+-- wins; else asked of `ip -j -4 addr`.
+function M.interface(ctx, ip)
+  local given = flag(ctx, "control-plane-endpoint-vip-interface")
+  if given then return given end
+  local code, out = proc.run { argv = { "ip", "-j", "addr", "show" } }
+  if code ~= 0 then error(("finding the interface of %s: `ip -j addr show` failed: %s"):format(ip, tostring(out)), 0) end
+  local ok, links = pcall(cjson.decode, out or "")
+  for _, l in ipairs(ok and type(links) == "table" and links or {}) do
+    for _, a in ipairs(type(l.addr_info) == "table" and l.addr_info or {}) do
+      if a["local"] == ip then return l.ifname end
+    end
+  end
+  error(("no interface of this machine holds the advertise address %s: give keepalived's interface with " ..
+    "--control-plane-endpoint-vip-interface"):format(ip), 0)
+end
+
+-- The apiservers the cluster lists now (the `kubernetes` EndpointSlice), this node's first.
+local function servers_now(c, self_ip, self_port)
+  local list = { { ip = self_ip, port = self_port } }
+  if not c then return list end
+  local slice, err = capi.lookup(c, { apiVersion = "discovery.k8s.io/v1", kind = "EndpointSlice",
+    namespace = "default", name = "kubernetes" })
+  if err then error(("reading the kube-apiservers' EndpointSlice default/kubernetes: %s"):format(tostring(err)), 0) end
+  local port = slice and slice.ports and slice.ports[1] and math.tointeger(slice.ports[1].port)
+  local seen = { [self_ip] = true }
+  for _, ep in ipairs(slice and slice.endpoints or {}) do
+    for _, a in ipairs(ep.addresses or {}) do
+      if not seen[a] and #list < render.SLOTS then seen[a] = true; list[#list + 1] = { ip = a, port = port or self_port } end
+    end
+  end
+  return list
+end
+
+-- Writes this node's files and static Pods. c: an admin client (a join), or nil (init: the
+-- cluster has no apiserver yet). Returns the settings.
+function M.write_node(ctx, s, c, first)
+  local ip, port = nodeview.advertise_address(ctx), nodeview.bind_port(ctx)
+  local node = { name = nodeview.name(ctx), ip = ip, port = port, interface = M.interface(ctx, ip), first = first }
+  local out = render.render(s, node, servers_now(c, ip, port))
+  ctx:mkdir("/etc/keepalived", "0755")
+  ctx:mkdir(render.HAPROXY_DIR, "0755")
+  for _, f in ipairs(out.files) do ctx:write(f[1], f[2], f[3]) end
+  ctx:mkdir("/etc/kubernetes/manifests", "0700")
+  for _, name in ipairs { "keepalived", "haproxy" } do
+    ctx:write(("/etc/kubernetes/manifests/%s.yaml"):format(name), yaml.encode(out.pods[name]), "0600")
+  end
+  log.info("[control-plane-endpoint] Wrote the keepalived and haproxy static Pods for the virtual IP %s " ..
+    "(interface %s, haproxy on port %d)", s.address, node.interface, s.port)
+end
+
+-- The reader's ServiceAccount, its long-lived token Secret, and a Role that may get only the
+-- default/kubernetes EndpointSlice.
+local function reader_objects()
+  return {
+    { apiVersion = "v1", kind = "ServiceAccount", metadata = { name = M.READER, namespace = "kube-system" } },
+    { apiVersion = "v1", kind = "Secret", type = "kubernetes.io/service-account-token",
+      metadata = { name = M.READER_SECRET, namespace = "kube-system",
+        annotations = { ["kubernetes.io/service-account.name"] = M.READER } } },
+    { apiVersion = "rbac.authorization.k8s.io/v1", kind = "Role", metadata = { name = M.READER, namespace = "default" },
+      rules = { { apiGroups = { "discovery.k8s.io" }, resources = { "endpointslices" }, resourceNames = { "kubernetes" },
+        verbs = { "get" } } } },
+    { apiVersion = "rbac.authorization.k8s.io/v1", kind = "RoleBinding", metadata = { name = M.READER, namespace = "default" },
+      roleRef = { apiGroup = "rbac.authorization.k8s.io", kind = "Role", name = M.READER },
+      subjects = { { kind = "ServiceAccount", name = M.READER, namespace = "kube-system" } } },
+  }
+end
+
+-- The reader token (the token controller fills the Secret a moment after it is made).
+local function reader_token(ctx, c)
+  local ref = { apiVersion = "v1", kind = "Secret", namespace = "kube-system", name = M.READER_SECRET }
+  return capi.poll("the token of Secret kube-system/" .. M.READER_SECRET, capi.timeout(ctx, "kubernetesAPICall"), 0.5,
+    function()
+      local sec, err = capi.lookup(c, ref)
+      if err then return nil, err end
+      local t = sec and sec.data and sec.data.token
+      if t then return encoding.base64_decode(t) end
+      return nil, "the token controller has not filled it yet"
+    end)
+end
+
+-- Writes the reader token this node's haproxy reads with (0600: a credential).
+function M.write_token(ctx, c)
+  if ctx.dry_run then
+    log.info("[dryrun] Would write haproxy's EndpointSlice reader token to %s", render.TOKEN_FILE)
+    return
+  end
+  ctx:write(render.TOKEN_FILE, reader_token(ctx, c), "0600")
+end
+
+-- init, once the apiserver answers: the settings and the reader go to the cluster.
+function M.upload(ctx, s, c)
+  capi.apply(ctx, c, configmap(s))
+  for _, obj in ipairs(reader_objects()) do
+    if obj.kind == "Secret" then capi.ensure(ctx, c, obj) else capi.apply(ctx, c, obj) end
+  end
+end
+
+-- Waits until the control-plane endpoint answers /healthz (the VIP is held and haproxy sends
+-- the request to a healthy apiserver): anonymous, the cluster CA checks the serving certificate.
+function M.wait(ctx, s, timeout)
+  if ctx.dry_run then
+    log.info("[dryrun] Would wait for the virtual IP %s (port %d) to answer /healthz", s.address, s.port)
+    return
+  end
+  local url = ("https://%s:%d"):format(s.address:find(":", 1, true) and ("[" .. s.address .. "]") or s.address, s.port)
+  local c, err = client.new { server = url, ca_file = fs.path(render.CA_FILE), timeout = 5, request_timeout = 2 }
+  if not c then error(("an API client for %s: %s"):format(url, tostring(err)), 0) end
+  log.info("[control-plane-endpoint] Waiting for the virtual IP: %s/healthz", url)
+  local t0 = core.monotonic()
+  capi.poll(url .. "/healthz through the virtual IP", timeout, 0.5, function()
+    local resp, rerr = c:raw("GET", "/healthz", { timeout = 2, no_retry = true })
+    if not resp then return nil, rerr end
+    if resp.status == 200 then return true end
+    return nil, ("HTTP %d"):format(resp.status)
+  end)
+  c:close()
+  log.info("[control-plane-endpoint] The virtual IP answers after %.1fs", core.monotonic() - t0)
+end
+
+-- Is this node running the VIP's static Pods (the files carry moonadm's mark)?
+function M.present(ctx)
+  local text = ctx:read(render.HAPROXY_CFG)
+  return text ~= nil and text:find(render.MARK, 1, true) ~= nil
+end
+
+-- reset, after cleanup-node (which removed every manifest and waited for the pods to stop): the
+-- files moonadm wrote (marked), and the token.
+function M.remove_files(ctx)
+  local gone = {}
+  for _, f in ipairs(render.FILES) do
+    local text = ctx:read(f)
+    if text and text:find(render.MARK, 1, true) then gone[#gone + 1] = f end
+  end
+  if ctx:exists(render.TOKEN_FILE) then gone[#gone + 1] = render.TOKEN_FILE end
+  if #gone == 0 then return end
+  if ctx.dry_run then log.info("[reset] Would remove the control-plane endpoint's files %s", clean.list_text(gone)) return end
+  for _, f in ipairs(gone) do
+    local ok, err = clean.remove(f)
+    if ok == nil then log.warn("[reset] Failed to remove %s: %s", f, tostring(err)) end
+  end
+  log.info("[reset] Removed the control-plane endpoint's files %s", clean.list_text(gone))
+end
+
+M.admin_client = admin.client
+
+return M

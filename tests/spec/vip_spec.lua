@@ -1,0 +1,136 @@
+-- The control-plane endpoint's virtual IP (scripts/endpoint/): the init's settings and their errors,
+-- the files and static Pods a node gets (haproxy itself checks its configuration; keepalived's
+-- is read for what the guide sets), and reset removing only moonadm's files. The Pods running,
+-- the VIP moving and haproxy's backend following the apiservers: tests/e2e/long_vip_spec.lua.
+local config = require "config"
+local context = require "framework.context"
+local fs = require "moonadm.fs"
+local yaml = require "moonadm.yaml"
+local proc = require "moonadm.proc"
+local h = require "helpers"
+local vip = require "endpoint.vip"
+local render = require "endpoint.keepalived_haproxy"
+
+local HEAD = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 192.0.2.11\n" ..
+  "nodeRegistration:\n  name: cp1\n  criSocket: unix:///var/run/containerd/containerd.sock\n---\n" ..
+  "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n"
+
+local function mkctx(root, cluster_yaml, flags)
+  local cfg = assert(config.load { text = HEAD .. (cluster_yaml or ""), filename = "k.yaml", kind = "init",
+    no_host_defaults = true })
+  return context.new { command = "init", cfg = cfg, gates = cfg.gates, flags = flags or {}, root = root }
+end
+
+local VIP = { ["control-plane-endpoint-vip"] = "keepalived-haproxy", ["control-plane-endpoint-vip-interface"] = "eth7" }
+
+describe("the control-plane endpoint's virtual IP", function()
+  local root
+  before_each(function() root = h.tmpdir(); fs.set_root(root) end)
+  after_each(function() fs.set_root("/"); h.rmrf(root) end)
+
+  it("is off without --control-plane-endpoint-vip", function()
+    assert.is_nil(vip.init_settings(mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", {})))
+  end)
+
+  it("takes the VIP and haproxy's port from controlPlaneEndpoint, images and router id from flags", function()
+    local s = vip.init_settings(mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", {
+      ["control-plane-endpoint-vip"] = "keepalived-haproxy", ["control-plane-endpoint-vip-router-id"] = "77",
+      ["control-plane-endpoint-vip-haproxy-image"] = "example.test/haproxy:1" }))
+    assert.same({ mode = "keepalived-haproxy", address = "192.0.2.2", port = 8443, router_id = 77,
+      haproxy_image = "example.test/haproxy:1", keepalived_image = vip.DEFAULT_IMAGES.keepalived }, s)
+  end)
+
+  it("refuses what cannot work, saying what to give instead", function()
+    local cases = {
+      { "", "needs controlPlaneEndpoint" },
+      { "controlPlaneEndpoint: cp.example.test:8443\n", "needs an IP address there" },
+      { "controlPlaneEndpoint: 192.0.2.2\n", "has no port" },
+      { "controlPlaneEndpoint: 192.0.2.2:6443\n", "its port must differ from the apiserver's bindPort 6443" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(vip.init_settings, mkctx(root, c[1], VIP))
+      assert.is_false(ok, c[1])
+      assert.matches(c[2], err, 1, true)
+    end
+    local ok, err = pcall(vip.init_settings, mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n",
+      { ["control-plane-endpoint-vip"] = "kube-vip" }))
+    assert.is_false(ok)
+    assert.matches("not served by the module proxy", err, 1, true)
+    ok, err = pcall(vip.init_settings, mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n",
+      { ["control-plane-endpoint-vip"] = "keepalived-haproxy", ["control-plane-endpoint-vip-router-id"] = "300" }))
+    assert.is_false(ok)
+    assert.matches("1..255", err, 1, true)
+    ok, err = pcall(vip.init_settings, mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n",
+      { ["control-plane-endpoint-vip"] = "nginx" }))
+    assert.is_false(ok)
+    assert.matches("give keepalived-haproxy or kube-vip", err, 1, true)
+  end)
+
+  it("writes keepalived's and haproxy's files and static Pods as the HA guide has them", function()
+    local ctx = mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", VIP)
+    vip.write_node(ctx, vip.init_settings(ctx), nil, true)
+    local ka = assert(h.read(root .. render.KEEPALIVED_CONF))
+    for _, want in ipairs { "state MASTER", "priority 101", "interface eth7", "virtual_router_id 51", "192.0.2.2",
+      'script "/etc/keepalived/check_apiserver.sh"', "weight -2" } do
+      assert.matches(want, ka, 1, true)
+    end
+    assert.matches("curl -sfk --max-time 2 https://localhost:8443/healthz", h.read(root .. render.CHECK_SCRIPT), 1, true)
+    local cfg = assert(h.read(root .. render.HAPROXY_CFG))
+    assert.matches("bind *:8443", cfg, 1, true)
+    assert.matches("http-check send meth GET uri /healthz", cfg, 1, true)
+    assert.matches("server cp1 192.0.2.11:6443 check verify none\n", cfg, 1, true)
+    assert.matches("server cp7 192.0.2.11:6443 check verify none disabled\n", cfg, 1, true)
+    for path, mode in pairs { [render.CHECK_SCRIPT] = "755", [render.HAPROXY_CFG] = "644",
+      ["/etc/kubernetes/manifests/haproxy.yaml"] = "600", ["/etc/kubernetes/manifests/keepalived.yaml"] = "600" } do
+      local _, out = proc.run { argv = { "stat", "-c", "%a", root .. path } }
+      assert.equal(mode, out:gsub("%s+$", ""), path)
+    end
+    local ka_pod = yaml.decode(h.read(root .. "/etc/kubernetes/manifests/keepalived.yaml"))[1]
+    assert.same({ "NET_ADMIN", "NET_BROADCAST", "NET_RAW" }, ka_pod.spec.containers[1].securityContext.capabilities.add)
+    assert.is_true(ka_pod.spec.hostNetwork)
+    local hp_pod = yaml.decode(h.read(root .. "/etc/kubernetes/manifests/haproxy.yaml"))[1]
+    assert.same({ host = "localhost", path = "/healthz", port = 8443, scheme = "HTTPS" },
+      hp_pod.spec.containers[1].livenessProbe.httpGet)
+    -- haproxy reads the configuration (and loads the backend task's Lua) as it would in its Pod
+    if proc.run { argv = { "sh", "-c", "command -v haproxy" } } == 0 then
+      fs.set_root("/")
+      h.write(root .. render.CA_FILE, (h.read("/etc/ssl/certs/ca-certificates.crt")))
+      local local_cfg = cfg:gsub("(%s)(/etc/[%w/%.%-]+)", function(sp, p) return sp .. root .. p end)
+      h.write(root .. "/check.cfg", local_cfg)
+      local code, out = proc.run { argv = { "haproxy", "-c", "-f", root .. "/check.cfg" } }
+      assert.equal(0, code, out)
+      assert.matches("Configuration file is valid", out, 1, true)
+    end
+  end)
+
+  it("a joining control plane is a BACKUP at priority 100 and lists the apiservers known now", function()
+    local out = render.render({ address = "192.0.2.2", port = 8443, router_id = 9, haproxy_image = "h", keepalived_image = "k" },
+      { name = "cp2", ip = "192.0.2.12", port = 6443, interface = "eth0" },
+      { { ip = "192.0.2.12", port = 6443 }, { ip = "192.0.2.11", port = 6443 } })
+    local by = {}
+    for _, f in ipairs(out.files) do by[f[1]] = f[2] end
+    assert.matches("state BACKUP", by[render.KEEPALIVED_CONF], 1, true)
+    assert.matches("priority 100", by[render.KEEPALIVED_CONF], 1, true)
+    assert.matches("server cp1 192.0.2.12:6443 check verify none\n    server cp2 192.0.2.11:6443 check verify none\n",
+      by[render.HAPROXY_CFG], 1, true)
+    assert.matches('local slots = { [1] = "192.0.2.12 6443", [2] = "192.0.2.11 6443" }', by[render.BACKENDS_LUA], 1, true)
+    assert.matches('local DST = "192.0.2.12:6443"', by[render.BACKENDS_LUA], 1, true)
+    assert.matches("https://kubernetes:6443/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes",
+      by[render.BACKENDS_LUA], 1, true)
+  end)
+
+  it("reset removes moonadm's files and the token, and leaves a file it did not write", function()
+    local ctx = mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", VIP)
+    vip.write_node(ctx, vip.init_settings(ctx), nil, true)
+    h.write(root .. render.TOKEN_FILE, "secret")
+    h.write(root .. render.KEEPALIVED_CONF, "! the operator's own keepalived\n")
+    assert.is_true(vip.present(ctx))
+    vip.remove_files(ctx)
+    assert.is_nil(h.read(root .. render.HAPROXY_CFG))
+    assert.is_nil(h.read(root .. render.TOKEN_FILE))
+    assert.is_nil(h.read(root .. render.BACKENDS_LUA))
+    assert.is_nil(h.read(root .. render.CHECK_SCRIPT))
+    assert.equal("! the operator's own keepalived\n", h.read(root .. render.KEEPALIVED_CONF))
+    assert.is_false(vip.present(ctx))
+  end)
+end)
