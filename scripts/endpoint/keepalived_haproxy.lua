@@ -118,6 +118,10 @@ local function haproxy_cfg(s, n, servers)
     "    http-check expect status 200",
     "    mode tcp",
     "    balance     roundrobin",
+    -- faster than haproxy's defaults (2 s, 3 falls, the guide's 10 s check timeout): a dead host's
+    -- checks time out rather than fail, and until it is marked down clients are sent to it
+    "    timeout check 2s",
+    "    default-server inter 1s fall 2 rise 2",
   }
   for i = 1, M.SLOTS do
     local sv = servers[i]
@@ -233,11 +237,13 @@ local function backends_lua(s, n, servers)
   }, "\n")
 end
 
-local function hostpath(name, path, ptype)
-  return { name = name, hostPath = { path = path, type = ptype } }
-end
-
-local function static_pod(name, container, volumes)
+-- A static Pod of one container in the node's network, its host files mounted read-only
+-- (mounts: {name, host path, hostPath type}, mounted at the same path).
+local function static_pod(name, container, mounts)
+  local list = {}
+  for _, m in ipairs(mounts) do list[#list + 1] = pod.mount(m[1], m[2], m[2], true, m[3]) end
+  local volumes, volume_mounts = pod.volumes(list)
+  container.name, container.imagePullPolicy, container.volumeMounts = name, "IfNotPresent", volume_mounts
   return {
     apiVersion = "v1", kind = "Pod",
     metadata = { name = name, namespace = "kube-system", labels = { component = name, tier = "control-plane" } },
@@ -246,44 +252,26 @@ local function static_pod(name, container, volumes)
       hostNetwork = true,
       priority = pod.PRIORITY,
       priorityClassName = pod.PRIORITY_CLASS,
-      volumes = arr(volumes),
+      volumes = volumes,
     },
   }
 end
 
 local function keepalived_pod(s)
   return static_pod("keepalived", {
-    name = "keepalived",
     image = s.keepalived_image,
-    imagePullPolicy = "IfNotPresent",
     command = arr { "keepalived", "--dont-fork", "--log-console", "--vrrp", "--use-file=" .. M.KEEPALIVED_CONF },
     securityContext = { capabilities = { add = arr { "NET_ADMIN", "NET_BROADCAST", "NET_RAW" } } },
-    volumeMounts = arr {
-      { name = "config", mountPath = M.KEEPALIVED_CONF, readOnly = true },
-      { name = "check", mountPath = M.CHECK_SCRIPT, readOnly = true },
-    },
-  }, {
-    hostpath("check", M.CHECK_SCRIPT, "File"),
-    hostpath("config", M.KEEPALIVED_CONF, "File"),
-  })
+  }, { { "check", M.CHECK_SCRIPT, "File" }, { "config", M.KEEPALIVED_CONF, "File" } })
 end
 
 local function haproxy_pod(s)
   return static_pod("haproxy", {
-    name = "haproxy",
     image = s.haproxy_image,
-    imagePullPolicy = "IfNotPresent",
     command = arr { "haproxy", "-db", "-f", M.HAPROXY_CFG },
     livenessProbe = { failureThreshold = 8, timeoutSeconds = 15,
       httpGet = { host = "localhost", path = "/healthz", port = s.port, scheme = "HTTPS" } },
-    volumeMounts = arr {
-      { name = "ca", mountPath = M.CA_FILE, readOnly = true },
-      { name = "config", mountPath = M.HAPROXY_DIR, readOnly = true },
-    },
-  }, {
-    hostpath("ca", M.CA_FILE, "File"),
-    hostpath("config", M.HAPROXY_DIR, "Directory"),
-  })
+  }, { { "ca", M.CA_FILE, "File" }, { "config", M.HAPROXY_DIR, "Directory" } })
 end
 
 -- settings: {address=, port=, router_id=, haproxy_image=, keepalived_image=}; node: {name=, ip=,

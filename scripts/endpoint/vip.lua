@@ -230,6 +230,28 @@ function M.present(ctx)
   return text ~= nil and text:find(render.MARK, 1, true) ~= nil
 end
 
+-- reset, after cleanup-node stopped keepalived: the VIP off this node's interface. The runtime stops a
+-- pod's containers at once (SIGKILL), so keepalived cannot take it off itself, and a node keeping it
+-- would still answer ARP for the VIP with no haproxy behind it. Read from keepalived.conf; nothing is
+-- done unless the interface holds that address now.
+function M.release_address(ctx)
+  local conf = ctx:read(render.KEEPALIVED_CONF)
+  if not conf or not conf:find(render.MARK, 1, true) then return end
+  local ifname = conf:match("\n%s*interface%s+(%S+)")
+  local addr = conf:match("virtual_ipaddress%s*{%s*([%x%.:]+)")
+  if not ifname or not addr then return end
+  local code, out = proc.run { argv = { "ip", "-o", "addr", "show", "dev", ifname } }
+  if code ~= 0 or not out:find(" " .. addr .. "/", 1, true) then return end
+  if ctx.dry_run then log.info("[reset] Would remove the virtual IP %s from %s", addr, ifname) return end
+  local prefix = out:match(" " .. addr:gsub("%p", "%%%0") .. "/(%d+)") or "32"
+  local dcode, dout = proc.run { argv = { "ip", "addr", "del", addr .. "/" .. prefix, "dev", ifname } }
+  if dcode ~= 0 then
+    log.warn("[reset] Failed to remove the virtual IP %s from %s: %s", addr, ifname, tostring(dout))
+  else
+    log.info("[reset] Removed the virtual IP %s from %s", addr, ifname)
+  end
+end
+
 -- reset, after cleanup-node (which removed every manifest and waited for the pods to stop): the
 -- files moonadm wrote (marked), and the token.
 function M.remove_files(ctx)

@@ -27,14 +27,18 @@ end
 -- st: the lab's state; nodes: the API's Node list. Returns the names of the nodes still without a
 -- pod CIDR (empty when every node is wired).
 function M.sync(st, nodes)
-  local cidr = {}
+  local cidr, joined = {}, {}
   for _, n in ipairs(nodes.items or {}) do
+    joined[n.metadata.name] = true
     local pc = n.spec and n.spec.podCIDR
     if type(pc) == "string" and pc ~= "" then cidr[n.metadata.name] = pc end
   end
   local missing = {}
   for _, n in ipairs(st.nodes) do
-    if n.role ~= "spare" or cidr[n.name:lower()] then -- a spare once it joined (`lab network`)
+    -- a spare once it joined (`lab network`): its Node, or its kubelet.conf before the Node registers
+    local f = n.role == "spare" and not joined[n.name:lower()] and io.open(n.root .. "/etc/kubernetes/kubelet.conf", "r")
+    if f then f:close() end
+    if n.role ~= "spare" or joined[n.name:lower()] or f then
       local pc = cidr[n.name:lower()]
       if not pc then
         missing[#missing + 1] = n.name

@@ -53,6 +53,13 @@ function M.kubectl(st, args, kubeconfig)
   return rc, (out:gsub("rc=%d+%s*$", ""))
 end
 
+-- kubectl ARGS (which ask for -o json) on the lab, decoded; raises with kubectl's words on failure.
+function M.kjson(st, args)
+  local rc, out = M.kubectl(st, args)
+  if rc ~= 0 then error(("kubectl %s failed (exit %s): %s"):format(table.concat(args, " "), tostring(rc), out), 2) end
+  return cjson.decode(out)
+end
+
 -- What a stand-in node's static pods run (the kubelet's children), as the .lab/bin/images/<image>:<tag>
 -- each manifest's image named, sorted.
 function M.running_images(st, node)

@@ -12,11 +12,7 @@ local NAME, SUBNET = "e2erealha", "10.252.10"
 
 describe("the real-kubelet lab, HA (own lab " .. NAME .. ", 3 control planes + 1 worker)", function()
   local code, out, err, st, t_up
-  local function kjson(args)
-    local rc, o = fixture.kubectl(st, args)
-    assert.equal(0, rc, o)
-    return cjson.decode(o)
-  end
+  local function kjson(args) return fixture.kjson(st, args) end
   local function apiserver_container(node)
     local rc, o = fixture.crictl(st, node, { "ps", "--name", "kube-apiserver", "--state", "running", "-q" })
     assert.equal(0, rc, o)

@@ -24,11 +24,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the real-kubelet lab
   ", 1 control plane + 1 worker)", function()
   local code, out, err, st, t_up
 
-  local function kjson(args)
-    local rc, o = fixture.kubectl(st, args)
-    assert.equal(0, rc, o)
-    return cjson.decode(o)
-  end
+  local function kjson(args) return fixture.kjson(st, args) end
   local function on(node, argv)
     local c, o, e = fixture.exec(st, node, argv)
     return c, o .. e

@@ -20,11 +20,7 @@ end
 
 local crictl = fixture.crictl
 
-local function kjson(st, args)
-  local rc, out = fixture.kubectl(st, args)
-  assert.equal(0, rc, out)
-  return cjson.decode(out)
-end
+local kjson = fixture.kjson
 
 local wait = fixture.wait_for
 
