@@ -191,12 +191,16 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
       local argv = {}
       for _, a in ipairs(etcdctl) do argv[#argv + 1] = a end
       for _, a in ipairs(args) do argv[#argv + 1] = a end
-      local rc, o = fixture.exec(st, stays, argv)
-      assert.equal(0, rc, o)
-      return o
+      local rc, o, e = fixture.exec(st, stays, argv)
+      return rc == 0 and o, o .. e
     end
-    for _, m in ipairs(cjson.decode(etcd { "member", "list", "-w", "json", "--hex" }).members) do
-      if m.name == holder_before then etcd { "member", "remove", m.ID } end
+    local list = assert(etcd { "member", "list", "-w", "json", "--hex" })
+    for _, m in ipairs(cjson.decode(list).members) do
+      if m.name == holder_before then
+        fixture.wait_for("etcd to remove the lost member " .. holder_before, 60, function()
+          return etcd { "member", "remove", m.ID }
+        end, 2)
+      end
     end
     local rcode, rtext = fixture.run_on(st, gone, { "moonadm", "reset", "-f" })
     assert.equal(0, rcode, rtext)
