@@ -59,6 +59,10 @@ function M.init_settings(ctx)
     error(("controlPlaneEndpoint %q: --control-plane-endpoint-vip needs an IP address there (the virtual " ..
       "IP keepalived holds), not a name"):format(cpe), 0)
   end
+  if cnet.parse_ip(host) == 6 then
+    error(("controlPlaneEndpoint %q: the virtual IP is IPv4 only in this release (keepalived's VRRP instance " ..
+      "and the lab proof are IPv4); give an IPv4 VIP or an outside load balancer"):format(cpe), 0)
+  end
   if not port then
     error(("controlPlaneEndpoint %q has no port: give VIP:PORT with PORT haproxy's (the guide's 8443), " ..
       "not the apiservers' %d"):format(cpe, nodeview.bind_port(ctx)), 0)
@@ -139,7 +143,7 @@ local function servers_now(c, self_ip, self_port)
 end
 
 -- Writes this node's files and static Pods. c: an admin client (a join), or nil (init: the
--- cluster has no apiserver yet). Returns the settings.
+-- cluster has no apiserver yet). first: the init node (keepalived's MASTER).
 function M.write_node(ctx, s, c, first)
   local ip, port = nodeview.advertise_address(ctx), nodeview.bind_port(ctx)
   local node = { name = nodeview.name(ctx), ip = ip, port = port, interface = M.interface(ctx, ip), first = first }

@@ -46,6 +46,7 @@ describe("the control-plane endpoint's virtual IP", function()
       { "controlPlaneEndpoint: cp.example.test:8443\n", "needs an IP address there" },
       { "controlPlaneEndpoint: 192.0.2.2\n", "has no port" },
       { "controlPlaneEndpoint: 192.0.2.2:6443\n", "its port must differ from the apiserver's bindPort 6443" },
+      { "controlPlaneEndpoint: \"[2001:db8::2]:8443\"\n", "IPv4 only" },
     }
     for _, c in ipairs(cases) do
       local ok, err = pcall(vip.init_settings, mkctx(root, c[1], VIP))
