@@ -1,7 +1,7 @@
 -- The control-plane endpoint's virtual IP (scripts/endpoint/): the init's settings and their errors,
 -- the files and static Pods a node gets (haproxy itself checks its configuration; keepalived's
 -- is read for what the guide sets), and reset removing only moonadm's files. The Pods running,
--- the VIP moving and haproxy's backend following the apiservers: tests/e2e/long_vip_spec.lua.
+-- the VIP moving and haproxy's backend following the apiservers: tests/e2e/vip_spec.lua.
 local config = require "config"
 local context = require "framework.context"
 local fs = require "moonadm.fs"
