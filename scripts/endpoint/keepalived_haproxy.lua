@@ -25,6 +25,7 @@ M.TOKEN_FILE = "/etc/haproxy/apiserver-reader.token"
 M.CA_FILE = "/etc/kubernetes/pki/ca.crt"
 M.MARK = "written by moonadm (control-plane endpoint: keepalived-haproxy)" -- in each file's comment syntax
 M.SYNC_SECONDS = 5
+M.STATS = "127.0.0.1:8404" -- haproxy's stats page (its conventional port), loopback only
 
 local arr = yaml.array
 
@@ -38,16 +39,25 @@ local function keepalived_conf(s, n)
     "    script_user root",
     "    enable_script_security",
     "}",
+    -- Unlike the guide's (weight -2, fall 10): a failed check puts the instance in FAULT, so the
+    -- VIP leaves a node whose haproxy cannot reach an apiserver, and init_fail keeps a node that
+    -- (re)starts from taking it before its haproxy answers.
     "vrrp_script check_apiserver {",
     "  script \"" .. M.CHECK_SCRIPT .. "\"",
-    "  interval 3",
-    "  weight -2",
-    "  fall 10",
+    "  interval 2",
+    "  timeout 3",
+    "  fall 3",
     "  rise 2",
+    "  init_fail",
     "}",
     "",
+    -- Every node a BACKUP that does not preempt: the VIP stays where it is until its holder fails,
+    -- instead of going back to the init node whenever that one restarts (its haproxy then knows
+    -- only its own apiserver until its backend task has read the list). The first node up is
+    -- alone and becomes MASTER; priority only breaks the tie of nodes that start together.
     "vrrp_instance VI_1 {",
-    "    state " .. (n.first and "MASTER" or "BACKUP"),
+    "    state BACKUP",
+    "    nopreempt",
     "    interface " .. n.interface,
     "    virtual_router_id " .. s.router_id,
     "    priority " .. (n.first and 101 or 100),
@@ -111,6 +121,16 @@ local function haproxy_cfg(s, n, servers)
     "    option tcplog",
     "    default_backend " .. M.BACKEND,
     "",
+    -- read-only state for the node's operator (and the e2e): which apiservers the backend holds
+    -- now, `curl 'http://127.0.0.1:8404/stats;csv'`; on loopback only
+    "frontend stats",
+    "    bind " .. M.STATS,
+    "    mode http",
+    "    option dontlog-normal",
+    "    stats enable",
+    "    stats uri /stats",
+    "    stats show-legends", -- the servers' addresses, which haproxy leaves out otherwise
+    "",
     "backend " .. M.BACKEND,
     "    option httpchk",
     "    http-check connect ssl",
@@ -136,7 +156,8 @@ local function haproxy_cfg(s, n, servers)
 end
 
 -- haproxy's Lua 5.3 (not moonadm's): read the EndpointSlice every SYNC_SECONDS from this node's
--- own apiserver (so a lost VIP does not blind it), move servers in and out of the slots.
+-- own apiserver (so a lost VIP does not blind it), else through the VIP (a node whose apiserver is
+-- still starting, or down, learns the list from the others); move servers in and out of the slots.
 local function backends_lua(s, n, servers)
   local initial = {}
   for i, sv in ipairs(servers) do initial[#initial + 1] = ("[%d] = %q"):format(i, sv.ip .. " " .. sv.port) end
@@ -144,34 +165,37 @@ local function backends_lua(s, n, servers)
     "-- " .. M.MARK,
     "-- The servers cp1..cp" .. M.SLOTS .. " of backend " .. M.BACKEND .. " follow the cluster's kube-apiservers: the",
     "-- addresses of the default/kubernetes EndpointSlice (the apiservers' endpoint reconciler keeps it),",
-    "-- read from this node's apiserver. A failed read or an empty list changes nothing.",
+    "-- read from this node's apiserver, else through the virtual IP. A failed read or an empty list",
+    "-- changes nothing.",
     "-- The URL names the apiserver `kubernetes` (a name kubeadm puts in every apiserver certificate:",
-    "-- haproxy checks a certificate's DNS names, never its IP addresses); DST is where it is dialled.",
+    "-- haproxy checks a certificate's DNS names, never its IP addresses); DSTS are where it is dialled.",
     ("local URL = %q"):format(("https://kubernetes:%d/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
       :format(n.port)),
-    ("local DST = %q"):format(pod.join_host_port(n.ip, n.port)),
+    ("local DSTS = { %q, %q }"):format(pod.join_host_port(n.ip, n.port), pod.join_host_port(s.address, s.port)),
     ("local TOKEN_FILE = %q"):format(M.TOKEN_FILE),
     ("local BACKEND, SLOTS, PERIOD_MS = %q, %d, %d"):format(M.BACKEND, M.SLOTS, M.SYNC_SECONDS * 1000),
     "local slots = { " .. table.concat(initial, ", ") .. " } -- slot -> \"ip port\" (haproxy.cfg's servers)",
     "",
+    "-- the token, or nil and why (a join or init writes it once the apiserver answers)",
     "local function token()",
-    "  local f = io.open(TOKEN_FILE, \"r\")",
-    "  if not f then return nil end",
-    "  local t = f:read(\"a\"):gsub(\"%s+$\", \"\")",
+    "  local f, err = io.open(TOKEN_FILE, \"r\")",
+    "  if not f then return nil, \"reading the reader token: \" .. tostring(err) end",
+    "  local t = (f:read(\"a\") or \"\"):gsub(\"%s+$\", \"\")",
     "  f:close()",
-    "  if t ~= \"\" then return t end",
+    "  if t == \"\" then return nil, TOKEN_FILE .. \" is empty\" end",
+    "  return t",
     "end",
     "",
-    "-- the slice's endpoints as a set of \"ip port\", or nil and why",
-    "local function fetch(tok)",
+    "-- the slice's endpoints as a set of \"ip port\" read through dst, or nil and why",
+    "local function fetch(tok, dst)",
     "  local hc = core.httpclient()",
-    "  local ok, res = pcall(hc.get, hc, { url = URL, dst = DST, timeout = 3000,",
+    "  local ok, res = pcall(hc.get, hc, { url = URL, dst = dst, timeout = 3000,",
     "    headers = { [\"authorization\"] = { \"Bearer \" .. tok }, [\"accept\"] = { \"application/json\" } } })",
     "  if not ok then return nil, tostring(res) end",
-    "  if res and res.status == 503 and not res.body:find(\"Status\", 1, true) then",
-    "    return nil, \"HTTP 503 from haproxy's client: \" .. DST .. \" refused, timed out or failed the check against the cluster CA\"",
+    "  if res and res.status == 503 and not (res.body or \"\"):find(\"Status\", 1, true) then",
+    "    return nil, \"HTTP 503 from haproxy's client: \" .. dst .. \" refused, timed out or failed the check against the cluster CA\"",
     "  end",
-    "  if not res or res.status ~= 200 then return nil, \"HTTP \" .. tostring(res and res.status) end",
+    "  if not res or res.status ~= 200 then return nil, \"HTTP \" .. tostring(res and res.status) .. \" from \" .. dst end",
     "  local port = res.body:match('\"ports\":%s*%[.-\"port\":%s*(%d+)')",
     "  if not port then return nil, \"no port in the EndpointSlice\" end",
     "  local want, n = {}, 0",
@@ -214,20 +238,30 @@ local function backends_lua(s, n, servers)
     "  end",
     "end",
     "",
+    "-- one pass: \"ok from DST\", or why nothing changed",
+    "local function sync()",
+    "  local tok, why = token()",
+    "  if not tok then return why end",
+    "  local errs = {}",
+    "  for _, dst in ipairs(DSTS) do",
+    "    local want, err = fetch(tok, dst)",
+    "    if want then",
+    "      apply(want)",
+    "      return \"ok from \" .. dst",
+    "    end",
+    "    errs[#errs + 1] = err",
+    "  end",
+    "  return table.concat(errs, \"; \")",
+    "end",
+    "",
     "core.register_task(function()",
     "  local last",
     "  while true do",
-    "    local tok = token()",
-    "    local ok, why = true, nil",
-    "    if tok then",
-    "      local want, err = fetch(tok)",
-    "      if want then ok, why = pcall(apply, want) else ok, why = false, err end",
-    "    else",
-    "      ok, why = false, TOKEN_FILE .. \" is not written yet\"",
-    "    end",
-    "    local state = ok and \"ok\" or tostring(why)",
+    "    -- an error in one pass (a malformed answer, a bug) must not end the task",
+    "    local ok, state = pcall(sync)",
+    "    state = ok and state or (\"error: \" .. tostring(state))",
     "    if state ~= last then",
-    "      core.Info(\"[moonadm] apiserver backends from \" .. DST .. \": \" .. state)",
+    "      core.Info(\"[moonadm] apiserver backends: \" .. state)",
     "      last = state",
     "    end",
     "    core.msleep(PERIOD_MS)",
@@ -269,6 +303,9 @@ local function haproxy_pod(s)
   return static_pod("haproxy", {
     image = s.haproxy_image,
     command = arr { "haproxy", "-db", "-f", M.HAPROXY_CFG },
+    -- root: the reader token is a 0600 credential of root's, and the official image's USER is
+    -- haproxy (the port is unprivileged; nothing else needs root)
+    securityContext = { runAsUser = 0, runAsGroup = 0 },
     livenessProbe = { failureThreshold = 8, timeoutSeconds = 15,
       httpGet = { host = "localhost", path = "/healthz", port = s.port, scheme = "HTTPS" } },
   }, { { "ca", M.CA_FILE, "File" }, { "config", M.HAPROXY_DIR, "Directory" } })

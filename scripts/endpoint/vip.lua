@@ -142,11 +142,31 @@ local function servers_now(c, self_ip, self_port)
   return list
 end
 
+-- Raises when this node has a keepalived or haproxy configuration moonadm did not write (no mark):
+-- the operator's own, which the phase must not overwrite.
+function M.check_files_free(ctx)
+  for _, f in ipairs(render.FILES) do
+    local text = ctx:read(f)
+    if text and not text:find(render.MARK, 1, true) then
+      error(("%s exists and was not written by moonadm: this node already has its own keepalived or haproxy " ..
+        "configuration; move it away (or drop --control-plane-endpoint-vip and keep your own balancer)"):format(f), 0)
+    end
+  end
+end
+
+-- init preflight, before anything is written: the settings, keepalived's interface, no foreign files.
+function M.preflight(ctx)
+  if not M.init_settings(ctx) then return end
+  M.interface(ctx, nodeview.advertise_address(ctx))
+  M.check_files_free(ctx)
+end
+
 -- Writes this node's files and static Pods. c: an admin client (a join), or nil (init: the
--- cluster has no apiserver yet). first: the init node (keepalived's MASTER).
+-- cluster has no apiserver yet). first: the init node (priority 101: it wins a tie of nodes that start together).
 function M.write_node(ctx, s, c, first)
   local ip, port = nodeview.advertise_address(ctx), nodeview.bind_port(ctx)
   local node = { name = nodeview.name(ctx), ip = ip, port = port, interface = M.interface(ctx, ip), first = first }
+  M.check_files_free(ctx)
   local out = render.render(s, node, servers_now(c, ip, port))
   ctx:mkdir("/etc/keepalived", "0755")
   ctx:mkdir(render.HAPROXY_DIR, "0755")
@@ -155,8 +175,8 @@ function M.write_node(ctx, s, c, first)
   for _, name in ipairs { "keepalived", "haproxy" } do
     ctx:write(("/etc/kubernetes/manifests/%s.yaml"):format(name), yaml.encode(out.pods[name]), "0600")
   end
-  log.info("[control-plane-endpoint] Wrote the keepalived and haproxy static Pods for the virtual IP %s " ..
-    "(interface %s, haproxy on port %d)", s.address, node.interface, s.port)
+  log.info("[control-plane-endpoint] %s the keepalived and haproxy static Pods for the virtual IP %s " ..
+    "(interface %s, haproxy on port %d)", ctx.dry_run and "Would write" or "Wrote", s.address, node.interface, s.port)
 end
 
 -- The reader's ServiceAccount, its long-lived token Secret, and a Role that may get only the
@@ -176,14 +196,20 @@ local function reader_objects()
   }
 end
 
--- The reader token (the token controller fills the Secret a moment after it is made).
+-- The reader token (the token controller fills the Secret a moment after it is made). A Secret that
+-- does not exist is not waited for: init's control-plane-endpoint-reader makes it.
 local function reader_token(ctx, c)
   local ref = { apiVersion = "v1", kind = "Secret", namespace = "kube-system", name = M.READER_SECRET }
   return capi.poll("the token of Secret kube-system/" .. M.READER_SECRET, capi.timeout(ctx, "kubernetesAPICall"), 0.5,
     function()
       local sec, err = capi.lookup(c, ref)
       if err then return nil, err end
-      local t = sec and sec.data and sec.data.token
+      if not sec then
+        error(("Secret kube-system/%s (haproxy's EndpointSlice reader) does not exist: on a control plane run " ..
+          "`moonadm init phase control-plane-endpoint-reader --config <the init's config> " ..
+          "--control-plane-endpoint-vip keepalived-haproxy`, which makes it, then run this again"):format(M.READER_SECRET), 0)
+      end
+      local t = sec.data and sec.data.token
       if t then return encoding.base64_decode(t) end
       return nil, "the token controller has not filled it yet"
     end)
@@ -198,12 +224,13 @@ function M.write_token(ctx, c)
   ctx:write(render.TOKEN_FILE, reader_token(ctx, c), "0600")
 end
 
--- init, once the apiserver answers: the settings and the reader go to the cluster.
+-- init, once the apiserver answers: the reader, then the settings (a join that finds the settings
+-- finds the reader too).
 function M.upload(ctx, s, c)
-  capi.apply(ctx, c, configmap(s))
   for _, obj in ipairs(reader_objects()) do
     if obj.kind == "Secret" then capi.ensure(ctx, c, obj) else capi.apply(ctx, c, obj) end
   end
+  capi.apply(ctx, c, configmap(s))
 end
 
 -- Waits until the control-plane endpoint answers /healthz (the VIP is held and haproxy sends

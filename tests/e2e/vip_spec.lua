@@ -32,19 +32,25 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
       end
     end
   end
-  local function haproxy_log(on)
-    local rc, o = fixture.kubectl(st, { "-n", "kube-system", "logs", "haproxy-" .. on })
-    return rc == 0 and o or ""
-  end
-  -- the servers haproxy's backend has now: haproxy.cfg's enabled ones, then its reader task's
-  -- changes from its log: set of "ip port"
+  -- the servers haproxy's backend has in service now (not MAINT), asked of haproxy itself: its
+  -- loopback stats page in the node's network namespace, as CSV. set of "ip port"
   local function backends(on)
-    local set = {}
-    for ip, port in (h.read(node(on).root .. "/etc/haproxy/haproxy.cfg") or ""):gmatch("server cp%d+ (%S+):(%d+) check verify none\n") do
-      set[ip .. " " .. port] = true
-    end
-    for addr, what in haproxy_log(on):gmatch("%[moonadm%] backend cp%d: (%S+ %d+) (%a+)") do
-      set[addr] = what == "added" or nil
+    local p = io.popen(("ip netns exec %s-%s curl -sf --max-time 3 'http://127.0.0.1:8404/stats;csv' 2>&1"):format(NAME, on))
+    local csv = p:read("a")
+    p:close()
+    local set, col = {}, nil
+    for line in csv:gmatch("[^\n]+") do
+      local f = {}
+      for v in (line:gsub("^# ", "") .. ","):gmatch("([^,]*),") do f[#f + 1] = v end
+      if not col then
+        col = {}
+        for i, name in ipairs(f) do col[name] = i end
+        assert(col.pxname and col.svname and col.status and col.addr, "haproxy-" .. on .. "'s stats: " .. csv)
+      elseif f[col.pxname] == "apiserverbackend" and f[col.svname]:match("^cp%d+$") and f[col.status] ~= "MAINT" then
+        local ip, port = f[col.addr]:match("^(.+):(%d+)$")
+        assert(ip, "haproxy-" .. on .. "'s stats name no address for " .. f[col.svname] .. ": " .. csv)
+        set[ip .. " " .. port] = true
+      end
     end
     return set
   end
@@ -84,7 +90,7 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
       assert.is_true(running["haproxy-" .. cp], "haproxy-" .. cp .. " is not Running")
     end
     holder_before = holder()
-    assert.equal("cp1", holder_before) -- the init node is keepalived's MASTER (priority 101)
+    assert.equal("cp1", holder_before) -- the init node's keepalived was alone when it became MASTER; nopreempt keeps it
   end)
 
   it("every haproxy's backend holds the three apiservers (its reader follows the EndpointSlice)", function()

@@ -71,10 +71,13 @@ describe("the control-plane endpoint's virtual IP", function()
     local ctx = mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", VIP)
     vip.write_node(ctx, vip.init_settings(ctx), nil, true)
     local ka = assert(h.read(root .. render.KEEPALIVED_CONF))
-    for _, want in ipairs { "state MASTER", "priority 101", "interface eth7", "virtual_router_id 51", "192.0.2.2",
-      'script "/etc/keepalived/check_apiserver.sh"', "weight -2" } do
+    -- every node a BACKUP that does not preempt, and a check that starts failed: a (re)started node
+    -- never takes the VIP before its haproxy answers, nor from a healthy holder
+    for _, want in ipairs { "state BACKUP\n", "nopreempt\n", "priority 101", "interface eth7", "virtual_router_id 51",
+      "192.0.2.2", 'script "/etc/keepalived/check_apiserver.sh"', "init_fail\n", "fall 3\n" } do
       assert.matches(want, ka, 1, true)
     end
+    assert.is_nil(ka:find("weight", 1, true)) -- a failed check is FAULT (weights do nothing under nopreempt)
     assert.matches("curl -sfk --max-time 2 https://localhost:8443/healthz", h.read(root .. render.CHECK_SCRIPT), 1, true)
     local cfg = assert(h.read(root .. render.HAPROXY_CFG))
     assert.matches("bind *:8443", cfg, 1, true)
@@ -92,6 +95,22 @@ describe("the control-plane endpoint's virtual IP", function()
     local hp_pod = yaml.decode(h.read(root .. "/etc/kubernetes/manifests/haproxy.yaml"))[1]
     assert.same({ host = "localhost", path = "/healthz", port = 8443, scheme = "HTTPS" },
       hp_pod.spec.containers[1].livenessProbe.httpGet)
+    -- the official image's USER is haproxy; the reader token is root's 0600
+    assert.same({ runAsUser = 0, runAsGroup = 0 }, hp_pod.spec.containers[1].securityContext)
+    assert.matches("bind 127.0.0.1:8404\n", cfg, 1, true)
+    assert.matches("stats show-legends\n", cfg, 1, true) -- else the CSV leaves the addresses out
+    -- the backend task reads from this node's apiserver, else through the VIP
+    assert.matches('local DSTS = { "192.0.2.11:6443", "192.0.2.2:8443" }', h.read(root .. render.BACKENDS_LUA), 1, true)
+    -- keepalived (2.2.7, the image's) accepts its configuration: on this machine's multicast link,
+    -- the check script's path swapped for one its script security allows outside /etc
+    if proc.run { argv = { "sh", "-c", "command -v keepalived" } } == 0 then
+      local _, links = proc.run { argv = { "ip", "-o", "link", "show", "up" } }
+      local link = links:match("%d+: ([%w%-_]+)[@:][^\n]*MULTICAST[^\n]*") or "eth0"
+      local test_conf = ka:gsub("interface eth7", "interface " .. link):gsub(render.CHECK_SCRIPT, "/bin/true")
+      h.write(root .. "/ka.conf", test_conf)
+      local code, out = proc.run { argv = { "keepalived", "--config-test=" .. root .. "/ka.log", "-f", root .. "/ka.conf" } }
+      assert.equal(0, code, tostring(out) .. (h.read(root .. "/ka.log") or ""))
+    end
     -- haproxy reads the configuration (and loads the backend task's Lua) as it would in its Pod
     if proc.run { argv = { "sh", "-c", "command -v haproxy" } } == 0 then
       fs.set_root("/")
@@ -110,14 +129,44 @@ describe("the control-plane endpoint's virtual IP", function()
       { { ip = "192.0.2.12", port = 6443 }, { ip = "192.0.2.11", port = 6443 } })
     local by = {}
     for _, f in ipairs(out.files) do by[f[1]] = f[2] end
-    assert.matches("state BACKUP", by[render.KEEPALIVED_CONF], 1, true)
+    assert.matches("state BACKUP\n    nopreempt\n", by[render.KEEPALIVED_CONF], 1, true)
     assert.matches("priority 100", by[render.KEEPALIVED_CONF], 1, true)
     assert.matches("server cp1 192.0.2.12:6443 check verify none\n    server cp2 192.0.2.11:6443 check verify none\n",
       by[render.HAPROXY_CFG], 1, true)
     assert.matches('local slots = { [1] = "192.0.2.12 6443", [2] = "192.0.2.11 6443" }', by[render.BACKENDS_LUA], 1, true)
-    assert.matches('local DST = "192.0.2.12:6443"', by[render.BACKENDS_LUA], 1, true)
+    assert.matches('local DSTS = { "192.0.2.12:6443", "192.0.2.2:8443" }', by[render.BACKENDS_LUA], 1, true)
     assert.matches("https://kubernetes:6443/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes",
       by[render.BACKENDS_LUA], 1, true)
+  end)
+
+  it("refuses to overwrite a keepalived or haproxy configuration it did not write, in preflight already", function()
+    local ctx = mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", VIP)
+    h.write(root .. render.HAPROXY_CFG, "# the operator's own haproxy\n")
+    for _, f in ipairs { vip.preflight, function(c) vip.write_node(c, vip.init_settings(c), nil, true) end } do
+      local ok, err = pcall(f, ctx)
+      assert.is_false(ok)
+      assert.matches(render.HAPROXY_CFG .. " exists and was not written by moonadm", err, 1, true)
+      assert.matches("move it away", err, 1, true)
+    end
+    assert.equal("# the operator's own haproxy\n", h.read(root .. render.HAPROXY_CFG))
+    assert.is_nil(h.read(root .. render.KEEPALIVED_CONF))
+    assert.is_nil(h.read(root .. "/etc/kubernetes/manifests/haproxy.yaml"))
+    -- its own files (a crashed run's) are rewritten: the phase converges
+    h.rmrf(root .. render.HAPROXY_CFG)
+    vip.write_node(ctx, vip.init_settings(ctx), nil, true)
+    vip.write_node(ctx, vip.init_settings(ctx), nil, true)
+    assert.matches(render.MARK, h.read(root .. render.HAPROXY_CFG), 1, true)
+  end)
+
+  it("init stops in preflight on a bad setting, before any file is written", function()
+    local cfgfile = root .. "/init.yaml"
+    h.write(cfgfile, HEAD .. "controlPlaneEndpoint: 192.0.2.2:6443\n")
+    local code, out, err = h.moonadm { "init", "--root", root, "--config", cfgfile, "--control-plane-endpoint-vip",
+      "keepalived-haproxy", "--control-plane-endpoint-vip-interface", "eth7" }
+    assert.is_not.equal(0, code)
+    assert.matches("its port must differ from the apiserver's bindPort 6443", out .. err, 1, true)
+    assert.is_nil(h.read(root .. "/etc/kubernetes/pki/ca.crt"))
+    assert.is_nil(h.read(root .. render.HAPROXY_CFG))
   end)
 
   it("reset removes moonadm's files and the token, and leaves a file it did not write", function()

@@ -8,6 +8,7 @@ local lazy = require "framework.lazy"
 local preflight = lazy.require "node.preflight"
 local log = require "framework.log"
 local nodeview = lazy.require "node.view"
+local vip = lazy.require "endpoint.vip"
 
 return {
   name = "preflight",
@@ -18,6 +19,7 @@ return {
   run = function(ctx)
     log.info("[preflight] Running pre-flight checks")
     preflight.run(ctx, { preflight.is_privileged_user })
+    vip.preflight(ctx) -- a bad --control-plane-endpoint-vip setting stops the init before anything is written
     local ok, ip = pcall(nodeview.advertise_address, ctx)
     if not ok then log.warn("%s", ip); ip = nil end
     local checks = preflight.control_plane_checks(ctx, ip, nodeview.bind_port(ctx))
