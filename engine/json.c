@@ -390,3 +390,188 @@ size_t ma_json_quote(char *buf, size_t cap, size_t at, const char *s)
 	buf[o] = '\0';
 	return o;
 }
+
+/* ---- ma_json_rewrite ------------------------------------------------------------------------ */
+
+#define REWRITE_MAX_DEPTH 1000 /* lua-cjson's own decode limit */
+
+struct rw {
+	char *b;
+	size_t len, cap;
+	int oom;
+};
+
+static void rw_put(struct rw *w, const char *s, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->cap - w->len < n + 1) {
+		size_t cap = w->cap ? w->cap : 64;
+		while (cap - w->len < n + 1)
+			cap *= 2;
+		char *b = realloc(w->b, cap);
+		if (!b) {
+			w->oom = 1;
+			return;
+		}
+		w->b = b, w->cap = cap;
+	}
+	memcpy(w->b + w->len, s, n);
+	w->len += n;
+	w->b[w->len] = 0;
+}
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+	while (i < n && is_ws(s[i]))
+		i++;
+	return i;
+}
+
+/* i at a '"': the index after its closing quote, or 0 when it is not closed */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* i at a value: the index after it, or 0 when the text ends inside it */
+static size_t value_end(const char *s, size_t n, size_t i)
+{
+	if (i >= n)
+		return 0;
+	if (s[i] == '"')
+		return string_end(s, n, i);
+	if (s[i] == '{' || s[i] == '[') {
+		size_t depth = 0;
+		while (i < n) {
+			char c = s[i];
+			if (c == '"') {
+				i = string_end(s, n, i);
+				if (!i)
+					return 0;
+				continue;
+			}
+			if (c == '{' || c == '[')
+				depth++;
+			else if ((c == '}' || c == ']') && --depth == 0)
+				return i + 1;
+			i++;
+		}
+		return 0;
+	}
+	while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && !is_ws(s[i]))
+		i++;
+	return i;
+}
+
+static int is_dropped(const char *const *drop, const char *name, size_t len)
+{
+	for (; drop && *drop; drop++)
+		if (strlen(*drop) == len && memcmp(*drop, name, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* 1: rewritten into w; 0: the text is not well-formed (w is to be discarded) */
+static int rewrite(const char *s, size_t n, const char *marker, const char *const *drop, struct rw *w,
+		   size_t *marked, size_t *dropped)
+{
+	char kind[REWRITE_MAX_DEPTH];
+	size_t depth = 0, i = 0, comma_at = SIZE_MAX;
+	int expect_key = 0;
+	size_t mlen = strlen(marker);
+	while (i < n) {
+		char c = s[i];
+		if (c == '"') {
+			size_t j = string_end(s, n, i);
+			if (!j)
+				return 0;
+			if (expect_key && is_dropped(drop, s + i + 1, j - i - 2)) {
+				size_t k = skip_ws(s, n, j);
+				if (k < n && s[k] == ':') {
+					size_t v = value_end(s, n, skip_ws(s, n, k + 1));
+					if (!v)
+						return 0;
+					v = skip_ws(s, n, v);
+					(*dropped)++;
+					if (v < n && s[v] == ',') { /* drop it with its comma: what precedes stays */
+						i = v + 1;
+						continue;
+					}
+					if (comma_at != SIZE_MAX && !w->oom) { /* the last member: drop the comma before it */
+						w->len = comma_at;
+						w->b[w->len] = 0;
+					}
+					expect_key = 0;
+					i = v;
+					continue;
+				}
+			}
+			rw_put(w, s + i, j - i);
+			expect_key = 0;
+			i = j;
+			continue;
+		}
+		if (c == '[') {
+			size_t k = skip_ws(s, n, i + 1);
+			if (k < n && s[k] == ']') {
+				rw_put(w, "[", 1);
+				rw_put(w, marker, mlen);
+				rw_put(w, "]", 1);
+				(*marked)++;
+				expect_key = 0;
+				i = k + 1;
+				continue;
+			}
+		}
+		if (c == '{' || c == '[') {
+			if (depth == REWRITE_MAX_DEPTH)
+				return 0;
+			kind[depth++] = c;
+			expect_key = c == '{';
+			comma_at = SIZE_MAX;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0 || kind[depth - 1] != (c == '}' ? '{' : '['))
+				return 0;
+			depth--;
+			expect_key = 0;
+		} else if (c == ',') {
+			expect_key = depth > 0 && kind[depth - 1] == '{';
+			comma_at = w->len;
+		}
+		rw_put(w, s + i, 1);
+		i++;
+	}
+	return depth == 0;
+}
+
+int ma_json_rewrite(const char *s, size_t n, const char *marker, const char *const *drop, char **out,
+		    size_t *out_len, size_t *marked, size_t *dropped, ma_err *e)
+{
+	struct rw w = {0};
+	*marked = *dropped = 0;
+	w.cap = n + 64; /* most answers shrink or grow by a few markers */
+	w.b = malloc(w.cap);
+	w.oom = w.b == NULL;
+	if (!w.oom && !rewrite(s, n, marker, drop, &w, marked, dropped)) {
+		*marked = *dropped = 0; /* not well-formed: the decoder gets the text as it came */
+		w.len = 0;
+		rw_put(&w, s, n);
+	} else if (!w.oom && w.len == 0) {
+		w.b[0] = 0;
+	}
+	if (w.oom) {
+		free(w.b);
+		return ma_fail(e, "json: out of memory rewriting %zu bytes", n);
+	}
+	*out = w.b, *out_len = w.len;
+	return 0;
+}

@@ -45,4 +45,15 @@ int ma_u64_parse(const char *s, size_t len, uint64_t *out);
  * Returns the new length, or (size_t)-1 when it does not fit. */
 size_t ma_json_quote(char *buf, size_t cap, size_t at, const char *s);
 
+/* Rewrites JSON text for a decoder that cannot tell `[]` from `{}` and builds every member it reads
+ * (lua-cjson 2.1): every empty array outside strings becomes `[marker]` (marker: JSON text, e.g. a
+ * string literal the caller recognises), and every object member whose name is one of drop (a
+ * NULL-terminated list, or NULL; names compared as written, escapes are not decoded) is left out
+ * with its value. The text is not validated: when it is not well-formed (an unterminated string,
+ * unbalanced brackets, deeper than 1000 levels) the result is a copy of it, for the decoder to
+ * report. Returns 0 with *out (malloc'd, *out_len bytes, NUL-terminated) and *marked / *dropped the
+ * counts (both 0: *out is a copy), or -1 with e (out of memory). */
+int ma_json_rewrite(const char *s, size_t n, const char *marker, const char *const *drop, char **out,
+		    size_t *out_len, size_t *marked, size_t *dropped, ma_err *e);
+
 #endif

@@ -41,18 +41,20 @@ end
 -- RFC3339 UTC of epoch seconds.
 function M.rfc3339(t) return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t)) end
 
+-- days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil)
+local function days_from_civil(yy, mm, dd)
+  yy = mm <= 2 and yy - 1 or yy
+  local era = (yy >= 0 and yy or yy - 399) // 400
+  local yoe = yy - era * 400
+  local doy = (153 * (mm + (mm > 2 and -3 or 9)) + 2) // 5 + dd - 1
+  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+  return era * 146097 + doe - 719468
+end
+
 -- RFC3339 text → epoch seconds (UTC; "Z" or ±hh:mm offsets) | nil.
 function M.parse_time(s)
   local y, mo, d, h, mi, sec, rest = tostring(s):match("^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)%.?%d*(.*)$")
   if not y then return nil end
-  local function days_from_civil(yy, mm, dd)
-    yy = mm <= 2 and yy - 1 or yy
-    local era = (yy >= 0 and yy or yy - 399) // 400
-    local yoe = yy - era * 400
-    local doy = (153 * (mm + (mm > 2 and -3 or 9)) + 2) // 5 + dd - 1
-    local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-  end
   local t = days_from_civil(tonumber(y), tonumber(mo), tonumber(d)) * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(sec)
   if rest == "Z" or rest == "" then return t end
   local sign, oh, om = rest:match("^([+-])(%d%d):(%d%d)$")
@@ -107,27 +109,33 @@ end
 -- A token Secret back to {id, secret, description, expires (epoch|nil), usages (sorted), groups}
 -- | nil, message.
 function M.from_secret(s)
-  local d = {}
-  for k, v in pairs(s.data or {}) do d[k] = encoding.base64_decode(v) or "" end
+  -- one pass over the data (`token list` reads thousands of these)
+  local d, usages = {}, {}
+  for k, v in pairs(s.data or {}) do
+    local text = encoding.base64_decode(v) or ""
+    d[k] = text
+    if text == "true" then
+      local u = k:match("^usage%-bootstrap%-(.+)$")
+      if u then usages[#usages + 1] = u end
+    end
+  end
   local id, secret = d["token-id"], d["token-secret"]
+  local name = s.metadata and s.metadata.name
   if not id or not secret or not M.parse(id .. "." .. secret) then
-    return nil, ("Secret %q has no valid token"):format(s.metadata and s.metadata.name or "?")
+    return nil, ("Secret %q has no valid token"):format(name or "?")
   end
-  if s.metadata and s.metadata.name ~= "bootstrap-token-" .. id then
-    return nil, ("Secret %q does not match the token id %q"):format(s.metadata.name, id)
+  if name ~= "bootstrap-token-" .. id then
+    return nil, ("Secret %q does not match the token id %q"):format(name, id)
   end
-  local t = { id = id, secret = secret, token = id .. "." .. secret, description = d.description, usages = {}, groups = {} }
+  local t = { id = id, secret = secret, token = id .. "." .. secret, description = d.description, usages = usages, groups = {} }
   if d.expiration and d.expiration ~= "" then
     t.expires = M.parse_time(d.expiration)
-    if not t.expires then return nil, ("Secret %q: bad expiration %q"):format(s.metadata.name, d.expiration) end
+    if not t.expires then return nil, ("Secret %q: bad expiration %q"):format(name, d.expiration) end
   end
-  for k, v in pairs(d) do
-    local u = k:match("^usage%-bootstrap%-(.+)$")
-    if u and v == "true" then t.usages[#t.usages + 1] = u end
-  end
-  table.sort(t.usages)
-  if d["auth-extra-groups"] and d["auth-extra-groups"] ~= "" then
-    for g in d["auth-extra-groups"]:gmatch("[^,]+") do t.groups[#t.groups + 1] = g end
+  if #usages > 1 then table.sort(usages) end
+  local g = d["auth-extra-groups"]
+  if g and g ~= "" then
+    for one in g:gmatch("[^,]+") do t.groups[#t.groups + 1] = one end
   end
   return t
 end

@@ -365,7 +365,7 @@ function C:raw(method, path, o)
 end
 
 -- A call that decodes the answer: returns the decoded object (or true for an empty 2xx body) or
--- nil, err (status errors decoded).
+-- nil, err (status errors decoded). o.drop: member names left out of the answer (kube/json.lua).
 function C:call(method, ref_or_path, o)
   o = o or {}
   local path = ref_or_path
@@ -385,7 +385,7 @@ function C:call(method, ref_or_path, o)
     return nil, mkerr { code = resp.status, reason = "BadResponse", message = "an empty answer (HTTP " .. resp.status .. ")",
       method = method, path = path }
   end
-  local v, derr = json.decode(resp.body)
+  local v, derr = json.decode(resp.body, o.drop and { drop = o.drop })
   if v == nil then
     return nil, mkerr { code = resp.status, reason = "BadResponse", message = derr, method = method, path = path }
   end
@@ -422,6 +422,8 @@ function C:get(ref, o)
 end
 
 -- A decoded JSON array: `[]` (json.array_mt) or a sequence 1..n (an object `{}` is not one).
+local MANAGED_FIELDS = { "managedFields" }
+
 local function is_array(t)
   if type(t) ~= "table" then return false end
   if getmetatable(t) == json.array_mt then return true end
@@ -431,7 +433,8 @@ local function is_array(t)
 end
 
 -- Lists every page (limit per page, default 500) unless o.all == false. Returns the List object
--- with all items, metadata.resourceVersion of the last page, and .pages = number of pages.
+-- with all items, metadata.resourceVersion of the last page, and .pages = number of pages. The
+-- items come without metadata.managedFields (nothing here reads them; o.managed_fields keeps them).
 function C:list(ref, o)
   o = o or {}
   local r, rerr = M.resolve(ref)
@@ -443,7 +446,8 @@ function C:list(ref, o)
   if o.continue then q.continue = o.continue end
   local items, first, pages = json.array {}, nil, 0
   while true do
-    local page, err = self:call("GET", path, { query = q, timeout = o.timeout, max_body = o.max_body })
+    local page, err = self:call("GET", path, { query = q, timeout = o.timeout, max_body = o.max_body,
+      drop = not o.managed_fields and MANAGED_FIELDS or nil })
     if not page then return nil, err end
     if type(page) ~= "table" or not is_array(page.items) then -- an answer of another shape is no empty list
       return nil, mkerr { code = 0, reason = "BadResponse", method = "GET", path = path,

@@ -1,9 +1,11 @@
 -- JSON for API objects. lua-cjson 2.1.0 (Debian's) cannot tell an empty list from an empty object,
 -- and the API server cares ("spec.x: expected array, got object"). So:
---   decode(text): cjson.decode, with empty arrays kept as tables carrying json.array_mt;
+--   decode(text): cjson.decode, with empty arrays kept as tables carrying json.array_mt (marked
+--                 before cjson sees them: engine/json.c's rewrite);
 --   encode(v):    tables with json.array_mt or yaml's array_mt (or non-empty 1..n lists) are arrays,
 --                 other tables objects (keys sorted); cjson.null / yaml.null are null.
 local cjson = require "cjson"
+local encoding = require "moonadm.encoding"
 local yaml_ok, yaml = pcall(require, "moonadm.yaml")
 
 local M = {}
@@ -13,37 +15,7 @@ local yaml_array_mt = yaml_ok and yaml.array_mt or nil
 local yaml_null = yaml_ok and yaml.null or nil
 
 local SENTINEL = "\0moonadm:empty-array\0"
-
--- Rewrites each `[]` outside strings as `["<sentinel>"]` (cjson cannot mark them otherwise).
-local function mark_empty(s)
-  if not s:find("%[%s*%]") then return s, false end
-  local out, last, i = {}, 1, 1
-  while true do
-    local a = s:find('[%["]', i)
-    if not a then break end
-    if s:byte(a) == 34 then -- '"': skip the string
-      local j = a + 1
-      while true do
-        local q = s:find('["\\]', j)
-        if not q then return s, false end -- malformed: let cjson report it
-        if s:byte(q) == 92 then j = q + 2 else j = q + 1; break end
-      end
-      i = j
-    else
-      local e = s:match("^%[%s*()%]", a)
-      if e then
-        out[#out + 1] = s:sub(last, a - 1)
-        out[#out + 1] = '["\\u0000moonadm:empty-array\\u0000"]'
-        last = e + 1
-        i = e + 1
-      else
-        i = a + 1
-      end
-    end
-  end
-  out[#out + 1] = s:sub(last)
-  return table.concat(out), true
-end
+local SENTINEL_JSON = '"\\u0000moonadm:empty-array\\u0000"'
 
 local function fix(v)
   if type(v) ~= "table" then return v end
@@ -54,11 +26,14 @@ local function fix(v)
   return v
 end
 
-function M.decode(text)
-  local marked, any = mark_empty(text)
-  local ok, v = pcall(cjson.decode, marked)
+-- opts.drop: names of object members to leave out, at any depth, before decoding (a list answer's
+-- managedFields: a third of its bytes and most of its tables); in C (engine/json.c), as is the `[]` marking.
+function M.decode(text, opts)
+  local rewritten, marked = encoding.json_rewrite(text, SENTINEL_JSON, opts and opts.drop)
+  if not rewritten then return nil, "decoding JSON: " .. tostring(marked) end
+  local ok, v = pcall(cjson.decode, rewritten)
   if not ok then return nil, "invalid JSON: " .. tostring(v) end
-  if any then v = fix(v) end
+  if marked > 0 then v = fix(v) end
   return v
 end
 

@@ -9,14 +9,25 @@ local function width(s) return utf8.len(s) or #s end
 -- Go sizes a column per block of consecutive rows that have it; kubeadm's tables are uniform, so
 -- one width per column is the same thing.
 function M.format(rows)
-  local widths = {}
-  for _, r in ipairs(rows) do
-    for i = 1, #r - 1 do widths[i] = math.max(widths[i] or 10, width(r[i]) + 3) end
-  end
-  local out = {}
+  local widths, cell_widths = {}, {}
   for n, r in ipairs(rows) do
-    local parts = {}
-    for i = 1, #r - 1 do parts[i] = r[i] .. (" "):rep(widths[i] - width(r[i])) end
+    local w = {}
+    for i = 1, #r - 1 do
+      local wi = width(r[i])
+      w[i] = wi
+      if wi + 3 > (widths[i] or 10) then widths[i] = wi + 3 end
+    end
+    cell_widths[n] = w
+  end
+  local out, pad = {}, {}
+  for n, r in ipairs(rows) do
+    local w, parts = cell_widths[n], {}
+    for i = 1, #r - 1 do
+      local k = (widths[i] or 10) - w[i]
+      local sp = pad[k]
+      if not sp then sp = (" "):rep(k); pad[k] = sp end
+      parts[i] = r[i] .. sp
+    end
     parts[#r] = r[#r]
     out[n] = table.concat(parts)
   end

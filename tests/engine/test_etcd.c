@@ -447,9 +447,63 @@ static void test_wrong_shapes(void)
 	srv_stop(&s);
 }
 
+/* the rewrite kube/json.lua decodes API answers through: [] marked, managedFields left out */
+static void test_json_rewrite(void)
+{
+	static const char *const drop[] = {"managedFields", NULL};
+	static const struct {
+		const char *in, *want;
+		size_t marked, dropped;
+	} cases[] = {
+		{"{\"a\":[],\"b\":[ ],\"c\":\"[]\"}", "{\"a\":[M],\"b\":[M],\"c\":\"[]\"}", 2, 0},
+		/* first, middle, last and only member; the comma before a last one goes with it */
+		{"{\"managedFields\":[{\"x\":[]}],\"a\":1}", "{\"a\":1}", 0, 1},
+		{"{\"a\":1, \"managedFields\" : {\"f:x\":{\"}\":1}}, \"b\":2}", "{\"a\":1,  \"b\":2}", 0, 1},
+		{"{\"a\":{\"b\":1},\"managedFields\":[\"]\"] }", "{\"a\":{\"b\":1}}", 0, 1},
+		{"{\"managedFields\":null}", "{}", 0, 1},
+		/* at any depth, only as a member name: a string value of that text stays */
+		{"{\"items\":[{\"metadata\":{\"name\":\"managedFields\",\"managedFields\":[1]},\"data\":{}}]}",
+		 "{\"items\":[{\"metadata\":{\"name\":\"managedFields\"},\"data\":{}}]}", 0, 1},
+		{"[\"managedFields\",[]]", "[\"managedFields\",[M]]", 1, 0},
+		{"{\"s\":\"a\\\"managedFields\\\":[]\"}", "{\"s\":\"a\\\"managedFields\\\":[]\"}", 0, 0},
+		/* not well-formed: handed on as it came, for the decoder to report */
+		{"{\"a\":[],\"managedFields\":[", "{\"a\":[],\"managedFields\":[", 0, 0},
+		{"{\"a\":[]]", "{\"a\":[]]", 0, 0},
+		{"\"abc", "\"abc", 0, 0},
+		{"", "", 0, 0},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *out = NULL;
+		size_t len = 0, marked = 9, dropped = 9;
+		ma_err e = {0};
+		int rc = ma_json_rewrite(cases[i].in, strlen(cases[i].in), "M", drop, &out, &len, &marked, &dropped, &e);
+		CHECK(rc == 0, "%s", e.msg);
+		if (rc != 0)
+			continue;
+		CHECK(len == strlen(out), "case %zu: length %zu of \"%s\"", i, len, out);
+		CHECK_STR(out, cases[i].want);
+		CHECK(marked == cases[i].marked && dropped == cases[i].dropped, "case %zu: marked %zu dropped %zu", i,
+		      marked, dropped);
+		free(out);
+	}
+	/* deeper than lua-cjson decodes: a copy, nothing marked */
+	char deep[2402];
+	memset(deep, '[', 1200);
+	deep[1200] = ' ';
+	memset(deep + 1201, ']', 1200);
+	deep[2401] = 0;
+	char *out = NULL;
+	size_t len, marked, dropped;
+	ma_err e = {0};
+	CHECK(ma_json_rewrite(deep, 2401, "M", NULL, &out, &len, &marked, &dropped, &e) == 0, "%s", e.msg);
+	CHECK(out && len == 2401 && memcmp(out, deep, len) == 0 && marked == 0, "deep: marked %zu", marked);
+	free(out);
+}
+
 int main(void)
 {
 	RUN(test_json);
+	RUN(test_json_rewrite);
 	RUN(test_ids);
 	RUN(test_options);
 	RUN(test_list_and_failover);

@@ -189,6 +189,15 @@ current-context: x
     local f = assert(c:list(CM, { field_selector = "metadata.name=sel-2", query = {} }))
     assert.equal(1, #f.items)
     assert.equal("sel-2", f.items[1].metadata.name)
+    -- a list's items come without managedFields (most of a big list's tables); a get keeps them,
+    -- and so does a list that asks
+    assert.is_nil(f.items[1].metadata.managedFields)
+    assert.equal("sel-2", f.items[1].metadata.name)
+    assert.truthy(f.items[1].metadata.uid)
+    local got = assert(c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "default", name = "sel-2" })
+    assert.equal("Update", got.metadata.managedFields[1].operation)
+    local kept = assert(c:list(CM, { field_selector = "metadata.name=sel-2", managed_fields = true }))
+    assert.same(got.metadata.managedFields, kept.items[1].metadata.managedFields)
   end)
 
   it("paginates over 600 ConfigMaps with limit=100", function()
@@ -415,6 +424,22 @@ current-context: x
       end)
       assert.is_true(ok2)
     end)
+  end)
+
+  it("decodes [] as an empty array and {} as an object, in any string context, and drops named members", function()
+    local v = assert(json.decode('{"a":[],"b":{},"c":[ ],"s":"[]","l":[[],{"managedFields":[1],"x":[]}]}', { drop = { "managedFields" } }))
+    assert.equal(json.array_mt, getmetatable(v.a))
+    assert.equal(json.array_mt, getmetatable(v.c))
+    assert.is_nil(getmetatable(v.b))
+    assert.equal("[]", v.s)
+    assert.equal(json.array_mt, getmetatable(v.l[1]))
+    assert.same({ x = {} }, v.l[2])
+    assert.equal('{"a":[],"b":{},"c":[],"l":[[],{"x":[]}],"s":"[]"}', json.encode(v))
+    -- without drop, every member stays
+    assert.same({ 1 }, assert(json.decode('{"managedFields":[1]}')).managedFields)
+    local bad, err = json.decode('{"a":[],"b":')
+    assert.is_nil(bad)
+    assert.matches("^invalid JSON", err)
   end)
 
   it("builds paths from group/version/resource/namespace/name", function()
