@@ -69,8 +69,9 @@ local function join_times(lines)
   return out
 end
 
+-- `lab exec` without its pod-network wiring after a join (both tools' joins are timed alone).
 local function exec(name, node, argv, log)
-  local full = { C.MOONADM, "lab", "exec", node, "--name", name, "--" }
+  local full = { C.MOONADM, "lab", "exec", node, "--name", name, "--no-network", "--" }
   for _, a in ipairs(argv) do full[#full + 1] = a end
   local t0 = core.monotonic()
   local code, out

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "bindings.h"
@@ -92,8 +93,14 @@ static int l_isatty(lua_State *L)
 	return 1;
 }
 
+/* The CPUs this process may run on, as Go's runtime.NumCPU and nproc count them (kubeadm's NumCPU). */
 static int l_ncpu(lua_State *L)
 {
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+		lua_pushinteger(L, CPU_COUNT(&set));
+		return 1;
+	}
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	lua_pushinteger(L, n > 0 ? n : 1);
 	return 1;

@@ -14,6 +14,7 @@ local yaml = require "moonadm.yaml"
 local log = require "framework.log"
 local capi = require "cluster.api"
 local runtime_mod = require "runtime"
+local healthz = require "kubelet.healthz"
 
 local M = {}
 
@@ -69,24 +70,6 @@ function M.components(read_manifest)
       server = "https://" .. host_port(host, port), path = d.path }
   end
   return out
-end
-
--- Polls the kubelet's health until it answers or timeout seconds pass.
-function M.kubelet(ctx, rt, timeout)
-  log.info("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to %s",
-    capi.go_duration(timeout))
-  local t0 = core.now()
-  local deadline = t0 + timeout
-  while not rt.kubelet_healthy(ctx) do
-    if core.now() >= deadline then
-      log.info("[kubelet-check] The kubelet is not healthy after %s", capi.go_duration(core.now() - t0))
-      error(("The kubelet is not healthy after %s\n\nUnfortunately, an error has occurred, likely caused by:\n" ..
-        "\t- The kubelet is not running\n\t- The kubelet is unhealthy due to a misconfiguration of the node in some way"):format(
-        capi.go_duration(timeout)), 0)
-    end
-    core.sleep(M.INTERVAL)
-  end
-  log.info("[kubelet-check] The kubelet is healthy after %s", capi.go_duration(core.now() - t0))
 end
 
 -- Polls every component until each answers 200 or timeout seconds pass. Returns a table
@@ -158,7 +141,7 @@ function M.run(ctx)
     log.info("[dryrun] Would wait for the kubelet and the control plane components to be healthy")
     return
   end
-  M.kubelet(ctx, rt, capi.timeout(ctx, "kubeletHealthCheck"))
+  healthz.wait(ctx, rt, capi.timeout(ctx, "kubeletHealthCheck"), capi.go_duration)
   local comps = M.components(function(f) return ctx:read(mdir .. "/" .. f) end)
   local r = M.components_healthy(comps, capi.timeout(ctx, "controlPlaneComponentHealthCheck"))
   ctx.data.wait_result = r

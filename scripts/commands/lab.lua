@@ -56,7 +56,9 @@ M.flags = {
   down = with_common {},
   status = with_common {},
   network = with_common {},
-  exec = with_common {},
+  exec = with_common {
+    { name = "no-network", type = "bool", default = false, help = "After a join on a real-kubelet lab, do not wire the node's pod network (`lab network` does it later); the exit comes as the command ends (benchmarks time the join alone)" },
+  },
   kubelet = {
     { name = "root", type = "string", help = "The node's root directory" },
     { name = "node-ip", type = "string", help = "The node's address" },

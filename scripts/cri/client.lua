@@ -6,6 +6,7 @@
 local cjson = require "cjson"
 local proc = require "moonadm.proc"
 local log = require "framework.log"
+local which = require "node.which"
 
 local M = {}
 
@@ -16,38 +17,80 @@ M.REMOVE_RETRIES = 5      -- kubeadm's RemoveContainerRetry
 local C = {}
 C.__index = C
 
-local function which(name, path)
-  for dir in (path or os.getenv("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin"):gmatch("[^:]+") do
-    local f = io.open(dir .. "/" .. name, "r")
-    if f then f:close() return dir .. "/" .. name end
-  end
-end
-
 -- endpoint: "unix:///var/run/containerd/containerd.sock" (or a bare path). opts.crictl: the program
 -- (default $MOONADM_CRICTL, else crictl on opts.path or $PATH). Returns a client | nil, err (no crictl).
 function M.new(endpoint, opts)
   opts = opts or {}
-  local crictl = opts.crictl or (not opts.path and os.getenv("MOONADM_CRICTL")) or which("crictl", opts.path)
+  local crictl = opts.crictl or (not opts.path and os.getenv("MOONADM_CRICTL")) or which.find("crictl", opts.path or os.getenv("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin")
   if not crictl then
     return nil, "crictl not found in system path: moonadm speaks the CRI through cri-tools' crictl " ..
       "(Debian: apt-get install cri-tools, or put crictl on PATH)"
   end
   if endpoint:sub(1, 1) == "/" then endpoint = "unix://" .. endpoint end
-  return setmetatable({ endpoint = endpoint, crictl = crictl, run = opts.run or proc.run }, C)
+  return setmetatable({ endpoint = endpoint, crictl = crictl, run = opts.run or proc.run,
+    run_all = opts.run_all or (opts.run and M.one_by_one(opts.run)) or M.side_by_side }, C)
 end
 
--- Runs crictl with this endpoint → output | nil, err.
-function C:call(args, timeout)
+-- run_all(specs) → {{code, output}, ...}: every process started, then each waited for.
+function M.side_by_side(specs)
+  local started = {}
+  for i, spec in ipairs(specs) do
+    local logf = os.tmpname()
+    local pid, err = proc.spawn { argv = spec.argv, log = logf }
+    started[i] = { pid = pid, err = err, log = logf }
+  end
+  local results = {}
+  for i, st in ipairs(started) do
+    local code, out = nil, st.err
+    if st.pid then
+      local _, c = proc.wait(st.pid)
+      local f = io.open(st.log, "rb")
+      code, out = c, f and f:read("a") or ""
+      if f then f:close() end
+    end
+    os.remove(st.log)
+    results[i] = { code or -1, out }
+  end
+  return results
+end
+
+-- A run_all over an injected run (specs): the same answers, one after another.
+function M.one_by_one(run)
+  return function(specs)
+    local results = {}
+    for i, spec in ipairs(specs) do results[i] = { run(spec) } end
+    return results
+  end
+end
+
+function C:argv(args, timeout)
   -- --config /dev/null: the node's /etc/crictl.yaml must not redirect moonadm to another runtime
   local argv = { self.crictl, "--config", "/dev/null", "--runtime-endpoint", self.endpoint, "--image-endpoint",
     self.endpoint, "--timeout", timeout or M.TIMEOUT }
   for _, a in ipairs(args) do argv[#argv + 1] = a end
-  local code, out = self.run { argv = argv }
+  return argv
+end
+
+function C:result(args, code, out)
   if code ~= 0 then
     out = (out or ""):gsub("%s+$", ""):gsub('^time="[^"]*" level=%a+ msg=', "")
     return nil, ("crictl %s (%s): %s"):format(args[1], self.endpoint, out ~= "" and out or ("exit " .. tostring(code)))
   end
   return out or ""
+end
+
+-- Runs crictl with this endpoint → output | nil, err.
+function C:call(args, timeout)
+  return self:result(args, self.run { argv = self:argv(args, timeout) })
+end
+
+-- Runs crictl once per args list, side by side → {{output | nil, err}, ...}.
+function C:call_all(list, timeout)
+  local specs = {}
+  for i, args in ipairs(list) do specs[i] = { argv = self:argv(args, timeout) } end
+  local out = {}
+  for i, r in ipairs(self.run_all(specs)) do out[i] = { self:result(list[i], r[1], r[2]) } end
+  return out
 end
 
 function C:json(args, timeout)
@@ -173,20 +216,23 @@ end
 -- Stops and removes each pod sandbox (and with it its containers), each up to REMOVE_RETRIES times,
 -- as kubeadm's reset does → removed count | nil, err (every failure, joined).
 function C:remove_pods(ids)
-  -- All at once first: one crictl for the stops and one for the removals (each crictl run costs
-  -- 30-50 ms, two per pod were most of a reset's time). Both CRI calls are idempotent, so after a
-  -- failure every pod goes through kubeadm's retry loop one by one.
-  if #ids > 1 then
-    local stop = { "stopp" }
-    for _, id in ipairs(ids) do stop[#stop + 1] = id end
-    local ok, err = self:call(stop)
+  -- First every pod's stop side by side (containerd takes ~120 ms to stop a pod, one after another
+  -- they were most of a reset's time), then one crictl rmp for all. Both CRI calls are idempotent,
+  -- so after a failure every pod goes through kubeadm's retry loop one by one.
+  if #ids > 0 then
+    local list = {}
+    for i, id in ipairs(ids) do list[i] = { "stopp", id } end
+    local ok, err = true, nil
+    for _, r in ipairs(self:call_all(list)) do
+      if not r[1] then ok, err = false, r[2] end
+    end
     if ok then
       local rm = { "rmp" }
       for _, id in ipairs(ids) do rm[#rm + 1] = id end
       ok, err = self:call(rm)
       if ok then return #ids end
     end
-    log.v(1, "[reset] removing %d pod sandboxes at once failed (%s): one by one", #ids, tostring(err))
+    log.v(1, "[reset] stopping and removing %d pod sandboxes at once failed (%s): one by one", #ids, tostring(err))
   end
   local errs, n = {}, 0
   for _, id in ipairs(ids) do

@@ -9,6 +9,7 @@ local discovery = require "cluster.discovery"
 local duration = require "config.duration"
 local fs = require "moonadm.fs"
 local kubelet = require "kubelet"
+local healthz = require "kubelet.healthz"
 local kubeconfig = require "kube.kubeconfig"
 local log = require "framework.log"
 local runtime = require "runtime"
@@ -88,32 +89,20 @@ function M.start(ctx)
   if not ctx.dry_run then rt.start_kubelet(ctx) end
 end
 
--- kubeadm's kubelet-wait-bootstrap: kubelet healthz, then a usable kubelet.conf, then the bootstrap
--- kubeconfig goes.
+-- kubeadm's kubelet-wait-bootstrap: kubelet healthz (kubelet/healthz.lua), then a usable kubelet.conf,
+-- then the bootstrap kubeconfig goes.
 function M.wait_bootstrap(ctx)
   if ctx.dry_run then
     log.info("[dryrun] Would wait for the kubelet's TLS bootstrap")
     return
   end
   local rt = runtime.for_ctx(ctx)
-  local health = timeout(ctx, "kubeletHealthCheck", 240)
-  log.info("[kubelet-check] Waiting for a healthy kubelet at http://127.0.0.1:10248/healthz. This can take up to %s",
-    duration.format_seconds(health))
-  local t0 = core.monotonic()
-  while not rt.kubelet_healthy(ctx) do
-    if core.monotonic() - t0 > health then
-      log.info("[kubelet-check] The kubelet is not healthy after %s", duration.format_seconds(core.monotonic() - t0))
-      error(("[kubelet-check] The kubelet is not healthy after %s: the HTTP call equal to " ..
-        "'curl -sSL http://127.0.0.1:10248/healthz' did not answer ok"):format(duration.format_seconds(health)), 0)
-    end
-    core.sleep(0.5)
-  end
-  log.info("[kubelet-check] The kubelet is healthy after %s", duration.format_seconds(core.monotonic() - t0))
+  healthz.wait(ctx, rt, timeout(ctx, "kubeletHealthCheck", 240), duration.format_seconds)
   -- kubeadm's line, with the timeout it waits (cfg.timeouts.tlsBootstrap) and the elapsed time after
   local tls = timeout(ctx, "tlsBootstrap", 300)
   log.info("[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap. This can take up to %s",
     duration.format_seconds(tls))
-  t0 = core.monotonic()
+  local t0 = core.monotonic()
   while true do
     local text = fs.read(M.KUBELET_CONF)
     if text then

@@ -923,8 +923,11 @@ function M.exec(flags, node_name, cmd)
   local node = find_node(st, node_name or "") or error(("no node %q in the lab"):format(node_name or ""), 0)
   if #cmd == 0 then error("lab exec: no command after --", 0) end
   local code = M.exec_on(st, node, cmd)
-  -- a node that (re)joined a real-kubelet lab may have a new pod CIDR: wire it as `lab up` does
-  if st.kubelet == "real" and code == 0 and table.concat(cmd, " "):match("moonadm%S* join") then
+  -- a node that (re)joined a real-kubelet lab (with moonadm or kubeadm) may have a new pod CIDR:
+  -- wire it as `lab up` does
+  local line = table.concat(cmd, " ")
+  if st.kubelet == "real" and code == 0 and not flags["no-network"] and
+      (line:match("moonadm%S* join") or line:match("kubeadm%S* join")) then
     local c = kclient.from_kubeconfig(flags.dir .. "/admin.conf", { timeout = 5, request_timeout = 5, connect_timeout = 2 })
     local deadline = core.monotonic() + 60
     while c do

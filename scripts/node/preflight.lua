@@ -12,6 +12,7 @@ local cri = require "cri.client"
 local cri_socket = require "cri.socket"
 local images = require "config.images"
 local util = require "framework.util"
+local which = require "node.which"
 
 local M = {}
 
@@ -120,8 +121,7 @@ function M.in_path(exe, mandatory)
   return {
     name = "FileExisting-" .. exe,
     run = function(ctx)
-      local out = sh_read("command -v " .. exe)
-      if out and out:match("%S") then return end
+      if which.find(exe) then return end
       return { { level = mandatory and soften(ctx, "error") or "warning", msg = ("%s not found in system path"):format(exe) } }
     end,
   }
@@ -146,8 +146,7 @@ M.MIN_CPUS, M.MIN_MEM_MB = 2, 1700
 M.num_cpu = {
   name = "NumCPU",
   run = function(ctx)
-    local out = sh_read("nproc")
-    local n = tonumber(out and out:match("%d+"))
+    local n = core.ncpu()
     if n and n < M.MIN_CPUS then
       return { { level = soften(ctx, "error"), msg = ("the number of available CPUs %d is less than the required %d"):format(n, M.MIN_CPUS) } }
     end
@@ -199,13 +198,20 @@ M.parse_version = parse_version
 -- oldest kubelet kubeadm supports (control plane minor - 3). version_of lets tests inject a version.
 -- The installed kubelet's version ("v1.35.4"), from `kubelet --version`, or nil.
 -- Asked once per PATH in a run: KubeletVersion and SystemVerification both want it, and each
--- `kubelet --version` starts the kubelet's Go runtime (40-70 ms here).
-local kubelet_versions = {}
+-- `kubelet --version` starts the kubelet's Go runtime (40-70 ms here), so node_checks starts it
+-- before the CRI checks run (M.prefetch_kubelet_version) and the answer is read when first wanted.
+local kubelet_versions = {} -- PATH -> version | false | the running `kubelet --version`
+function M.prefetch_kubelet_version()
+  local path = os.getenv("PATH") or ""
+  if kubelet_versions[path] == nil then kubelet_versions[path] = io.popen("kubelet --version 2>/dev/null") or false end
+end
 local function installed_kubelet_version()
+  M.prefetch_kubelet_version()
   local path = os.getenv("PATH") or ""
   local v = kubelet_versions[path]
-  if v == nil then
-    local out = sh_read("kubelet --version")
+  if io.type(v) == "file" then
+    local out = v:read("a")
+    v:close()
     v = out and out:match("v%d+%.%d+%.%d+%S*") or false
     kubelet_versions[path] = v
   end
@@ -342,7 +348,7 @@ M.service_kubelet = {
   name = "Service-kubelet",
   run = function(ctx)
     if rooted(ctx) then return end
-    if not (sh_read("command -v systemctl") or ""):match("%S") then
+    if not which.find("systemctl") then
       return { { level = "warning", msg = "no supported init system detected, skipping checking for services" } }
     end
     local _, enabled = sh_read("systemctl is-enabled --quiet kubelet.service")
@@ -395,7 +401,7 @@ function M.system_verification(default_minor)
     run = function(ctx)
       local out = {}
       local kubelet_minor = tonumber((installed_kubelet_version() or ""):match("^v%d+%.(%d+)")) or default_minor
-      local release = (sh_read("uname -r") or ""):match("%S+") or ""
+      local release = (util.read_host("/proc/sys/kernel/osrelease") or ""):match("%S+") or "" -- uname -r
       local supported
       for _, pat in ipairs(M.KERNEL_VERSIONS) do supported = supported or release:match(pat) ~= nil end
       if not supported then
@@ -434,6 +440,7 @@ function M.node_checks(ctx, node_name, cp_version)
   local checks = {}
   -- kubeadm's order (addCommonChecks): the runtime, swap, executables, system, hostname, kubelet
   if rt == "systemd" then
+    M.prefetch_kubelet_version() -- runs beside the CRI checks
     checks[#checks + 1] = M.cri
     checks[#checks + 1] = M.container_runtime_version
   end

@@ -29,6 +29,9 @@ function M.port_answers(host, port, timeout_ms)
     done, result = true, ok
     timer:stop(); timer:close(); tcp:close()
   end
+  -- libuv's clock is cached per loop iteration: stale since the last uv.run (seconds, between
+  -- polls), the timer would be due at once and a live port read as closed
+  uv.update_time()
   timer:start(timeout_ms or 500, 0, function() finish(false) end)
   local ok = pcall(tcp.connect, tcp, host, port, function(err) finish(err == nil) end)
   if not ok then finish(false) end

@@ -2,6 +2,8 @@
 -- kubelet`; start = `systemctl daemon-reload` + `systemctl restart kubelet`). Under a --root other
 -- than "/" the host's systemd is not this node's: moonadm warns and touches nothing. Without
 -- systemctl it warns that the kubelet must be started another way, as kubeadm does.
+local healthz = require "kubelet.healthz"
+local which = require "node.which"
 local log = require "framework.log"
 
 local M = { name = "systemd" }
@@ -12,7 +14,7 @@ local function sh(cmd)
 end
 
 local function systemctl_present()
-  return sh("command -v systemctl")
+  return which.find("systemctl") ~= nil
 end
 
 local function usable(ctx, what)
@@ -38,7 +40,6 @@ end
 
 function M.start_kubelet(ctx)
   if not usable(ctx, "start") then return end
-  log.info("[kubelet-start] Starting the kubelet")
   sh("systemctl daemon-reload")
   local ok = sh("systemctl restart kubelet")
   if not ok then
@@ -49,9 +50,11 @@ end
 
 M.restart_kubelet = M.start_kubelet
 
-function M.kubelet_healthy(ctx)
+-- One probe of the kubelet's own healthz, as kubeadm's wait does (a unit systemd calls active
+-- may not serve yet).
+function M.kubelet_healthy(ctx, host, port)
   if ctx.root and ctx.root ~= "/" then return false end
-  return (sh("systemctl is-active --quiet kubelet"))
+  return healthz.probe(host or "127.0.0.1", port or 10248)
 end
 
 return M

@@ -245,23 +245,8 @@ end)
 
 -- ------------------------------------------------------------------ etcd member lists, CSR answers
 local etcd = require "moonadm.etcd"
-local core = require "moonadm.core"
 
-local function canned(answers, f)
-  local dir = h.tmpdir()
-  h.write(dir .. "/a.lua", "return " .. answers)
-  os.execute(("%s lua %s %s %s >/dev/null 2>&1 & echo $! > %s"):format(h.q(h.bin),
-    h.q(h.top .. "/tests/spec/fixtures/canned_http.lua"), h.q(dir .. "/port"), h.q(dir .. "/a.lua"), h.q(dir .. "/pid")))
-  for _ = 1, 100 do
-    if h.read(dir .. "/port") then break end
-    core.sleep(0.05)
-  end
-  local port = assert(h.read(dir .. "/port"))
-  local ok, err = pcall(f, "http://127.0.0.1:" .. port)
-  os.execute("kill " .. (h.read(dir .. "/pid") or ""):match("%d+"))
-  h.rmrf(dir)
-  if not ok then error(err, 0) end
-end
+local canned = h.canned_http
 
 local MEMBER_LISTS = {
   -- an answer of the wrong shape is an error, never an empty list (a reset or join could act on one);

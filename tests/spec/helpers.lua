@@ -1,4 +1,5 @@
 -- Shared by the specs: temp roots, running the real binary, reading files.
+local core = require "moonadm.core"
 local encoding = require "moonadm.encoding"
 
 local M = {}
@@ -59,5 +60,23 @@ function M.read(path)
 end
 
 M.sha256 = encoding.sha256_hex
+
+-- Runs f(url) against tests/spec/fixtures/canned_http.lua on 127.0.0.1 (a separate process), which
+-- answers every request with the next of answers (Lua text of a list of {status, body}).
+function M.canned_http(answers, f)
+  local dir = M.tmpdir()
+  M.write(dir .. "/a.lua", "return " .. answers)
+  os.execute(("%s lua %s %s %s >/dev/null 2>&1 & echo $! > %s"):format(sh_quote(M.bin),
+    sh_quote(M.top .. "/tests/spec/fixtures/canned_http.lua"), sh_quote(dir .. "/port"), sh_quote(dir .. "/a.lua"), sh_quote(dir .. "/pid")))
+  for _ = 1, 100 do
+    if M.read(dir .. "/port") then break end
+    core.sleep(0.05)
+  end
+  local port = assert(M.read(dir .. "/port"))
+  local ok, err = pcall(f, "http://127.0.0.1:" .. port, tonumber(port))
+  os.execute("kill " .. (M.read(dir .. "/pid") or ""):match("%d+"))
+  M.rmrf(dir)
+  if not ok then error(err, 0) end
+end
 
 return M

@@ -2,6 +2,7 @@
 -- Stops the kubelet (through the node runtime), writes kubeadm-flags.env, instance-config.yaml
 -- (NodeLocalCRISocket) and config.yaml, then starts it again — as kubeadm's runKubeletStart.
 local lazy = require "framework.lazy"
+local log = require "framework.log"
 local kubelet = lazy.require "kubelet"
 local runtime = lazy.require "runtime"
 
@@ -15,6 +16,9 @@ return {
     local rt = runtime.for_ctx(ctx)
     if not ctx.dry_run then rt.stop_kubelet(ctx) end
     kubelet.write_files(ctx)
-    if not ctx.dry_run then rt.start_kubelet(ctx) end
+    if not ctx.dry_run then
+      log.info("[kubelet-start] Starting the kubelet") -- kubeadm's line; the runtime prints none
+      rt.start_kubelet(ctx)
+    end
   end,
 }
