@@ -204,7 +204,7 @@ function Node:stop(name)
   while s.pid == pid and proc.alive(pid) do
     if core.monotonic() > deadline then proc.signal(pid, "KILL") end
     self:reap()
-    core.sleep(0.05)
+    core.sleep(0.01)
   end
   self:reap()
   log("%s: stopped", name)
@@ -316,7 +316,9 @@ function Node:run()
       end
     end
     self:write_state()
-    core.sleep(0.2)
+    -- systemctl's request waits for this loop: a long tick would be paid by every kubelet start,
+    -- stop and restart of either tool's init and join (a tick is a waitpid and one small read)
+    core.sleep(0.02)
   end
 end
 

@@ -27,7 +27,7 @@ local function request(verb)
   local deadline = core.monotonic() + 30
   while core.monotonic() < deadline do
     if (state() or 0) >= want then return 0 end
-    core.sleep(0.05)
+    core.sleep(0.01)
   end
   io.stderr:write(("Job for kubelet.service timed out (the lab's node init did not answer in 30s)\n"))
   return 1
