@@ -8,19 +8,21 @@ local certlist = lazy.require "pki.certlist"
 local tree = lazy.require "pki.tree"
 
 -- The selected sub-phases' certificates, in the tree's order.
-local function names_of(selected)
+local function prepare(ctx, selected)
   local names = {}
   for _, c in ipairs(certlist.list) do
     if selected[c.name] then names[#names + 1] = c.name end
   end
-  return names
+  tree.prepare(ctx, names)
 end
-
-local function prepare(ctx, selected) tree.prepare(ctx, names_of(selected)) end
 
 -- Before the first phase runs: the keys a fresh tree needs, queued to be made while preflight runs.
 local function ahead(ctx, selected)
-  assert(tree.reserve(ctx, tree.missing_keys(ctx, names_of(selected))))
+  local names = {}
+  for _, c in ipairs(certlist.list) do
+    if selected[c.name] then names[#names + 1] = c.name end
+  end
+  assert(tree.reserve(ctx, tree.missing_keys(ctx, names)))
 end
 
 local function leaf(name, desc)

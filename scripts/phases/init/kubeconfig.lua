@@ -6,19 +6,21 @@ local kubeconfig = lazy.require "pki.kubeconfigs"
 local tree = lazy.require "pki.tree"
 
 -- The selected sub-phases' files, in the list's order.
-local function names_of(selected)
+local function prepare(ctx, selected)
   local names = {}
   for _, k in ipairs(kubeconfig.list) do
     if selected[k.name] then names[#names + 1] = k.name end
   end
-  return names
+  kubeconfig.prepare(ctx, names)
 end
-
-local function prepare(ctx, selected) kubeconfig.prepare(ctx, names_of(selected)) end
 
 -- Before the first phase runs: the client keys of the missing files, queued after the certs' keys.
 local function ahead(ctx, selected)
-  assert(tree.reserve(ctx, kubeconfig.missing(ctx, names_of(selected))))
+  local names = {}
+  for _, k in ipairs(kubeconfig.list) do
+    if selected[k.name] then names[#names + 1] = k.name end
+  end
+  assert(tree.reserve(ctx, kubeconfig.missing(ctx, names)))
 end
 
 local function run(name) return function(ctx) kubeconfig.write(ctx, name) end end
