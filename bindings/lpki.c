@@ -12,7 +12,6 @@
 #include "pki.h"
 
 #define KEY_MT "moonadm.pki.key"
-#define KEYGEN_MT "moonadm.pki.keygen"
 #define CERT_MT "moonadm.pki.cert"
 #define BOX_MT "moonadm.pki.box"   /* engine buffers owned by the GC until copied */
 #define INFO_MT "moonadm.pki.info" /* an ma_pki_info owned by the GC while it is pushed */
@@ -271,85 +270,6 @@ static int l_generate_keys(lua_State *L)
 		lua_pop(L, 1);
 	}
 	return 1;
-}
-
-/* ---- keys made in the background (ma_pki_keygen) ------------------------- */
-
-typedef struct { ma_pki_keygen *g; } LKeygen;
-
-static ma_pki_keygen *checkgen(lua_State *L)
-{
-	LKeygen *u = luaL_checkudata(L, 1, KEYGEN_MT);
-	if (!u->g) luaL_error(L, "the key generator is closed");
-	return u->g;
-}
-
-/* keygen([workers]) -> generator: keys made on background threads (default: one per CPU). */
-static int l_keygen(lua_State *L)
-{
-	int workers = (int)luaL_optinteger(L, 1, -1);
-	LKeygen *u = lua_newuserdatauv(L, sizeof *u, 0);
-	u->g = NULL;
-	luaL_setmetatable(L, KEYGEN_MT);
-	ma_err e;
-	if (!(u->g = ma_pki_keygen_new(workers, &e))) return ma_push_err(L, &e);
-	return 1;
-}
-
-/* gen:add(algs) -> true | nil, err: queues one key per name. */
-static int keygen_add(lua_State *L)
-{
-	ma_pki_keygen *g = checkgen(L);
-	luaL_checktype(L, 2, LUA_TTABLE);
-	size_t n = lua_rawlen(L, 2);
-	const char **algs = lua_newuserdatauv(L, (n + 1) * sizeof *algs, 0);
-	for (size_t i = 0; i < n; i++) {
-		if (lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TSTRING)
-			return luaL_error(L, "bad argument #1 to 'add' (item %d is not a string)", (int)i + 1);
-		algs[i] = lua_tostring(L, -1); /* the table keeps the string alive */
-		lua_pop(L, 1);
-	}
-	ma_err e;
-	if (ma_pki_keygen_add(g, algs, n, &e)) return ma_push_err(L, &e);
-	lua_pushboolean(L, 1);
-	return 1;
-}
-
-/* gen:take(n) -> {key, ...} | nil, err: the next n keys in the order queued, waiting for them. */
-static int keygen_take(lua_State *L)
-{
-	ma_pki_keygen *g = checkgen(L);
-	lua_Integer n = luaL_checkinteger(L, 2);
-	luaL_argcheck(L, n >= 0 && n <= 4096, 2, "a count of keys (0..4096)");
-	ma_pki_key **out = lua_newuserdatauv(L, ((size_t)n + 1) * sizeof *out, 0);
-	lua_createtable(L, (int)n, 0);
-	for (lua_Integer i = 1; i <= n; i++) { /* allocated before the keys are taken: nothing to leak after */
-		newkey(L);
-		lua_rawseti(L, -2, i);
-	}
-	ma_err e;
-	if (ma_pki_keygen_take(g, (size_t)n, out, &e)) return ma_push_err(L, &e);
-	for (lua_Integer i = 1; i <= n; i++) {
-		lua_rawgeti(L, -1, i);
-		((LKey *)lua_touserdata(L, -1))->k = out[i - 1];
-		lua_pop(L, 1);
-	}
-	return 1;
-}
-
-static int keygen_left(lua_State *L)
-{
-	lua_pushinteger(L, (lua_Integer)ma_pki_keygen_left(checkgen(L)));
-	return 1;
-}
-
-/* gen:close(): keys not started are not made; the ones in progress are waited for. */
-static int keygen_close(lua_State *L)
-{
-	LKeygen *u = luaL_checkudata(L, 1, KEYGEN_MT);
-	ma_pki_keygen_free(u->g);
-	u->g = NULL;
-	return 0;
 }
 
 static int read_key(lua_State *L, int pub)
@@ -733,10 +653,6 @@ static const luaL_Reg key_methods[] = {
 static const luaL_Reg key_meta[] = {
 	{"__gc", key_close}, {"__close", key_close}, {"__tostring", key_tostring}, {"__index", NULL}, {NULL, NULL}};
 
-static const luaL_Reg keygen_methods[] = {
-	{"add", keygen_add}, {"take", keygen_take}, {"left", keygen_left}, {"close", keygen_close}, {NULL, NULL}};
-static const luaL_Reg keygen_meta[] = {{"__gc", keygen_close}, {"__close", keygen_close}, {"__index", NULL}, {NULL, NULL}};
-
 static const luaL_Reg cert_methods[] = {
 	{"pem", cert_pem}, {"info", cert_info}, {"verify", cert_verify}, {"covers", cert_covers},
 	{"matches", cert_matches}, {"pin", cert_pin}, {"close", cert_close}, {NULL, NULL}};
@@ -744,7 +660,7 @@ static const luaL_Reg cert_meta[] = {
 	{"__gc", cert_close}, {"__close", cert_close}, {"__tostring", cert_tostring}, {"__index", NULL}, {NULL, NULL}};
 
 static const luaL_Reg fns[] = {
-	{"generate_key", l_generate_key}, {"generate_keys", l_generate_keys}, {"keygen", l_keygen}, {"read_key", l_read_key},
+	{"generate_key", l_generate_key}, {"generate_keys", l_generate_keys}, {"read_key", l_read_key},
 	{"read_public_key", l_read_public_key}, {"read_cert", l_read_cert}, {"read_certs", l_read_certs},
 	{"create_ca", l_create_ca}, {"sign_cert", l_sign_cert}, {"create_csr", l_create_csr},
 	{"parse_csr", l_parse_csr}, {"jws_sign", l_jws_sign}, {"jws_verify", l_jws_verify}, {"seal", l_seal},
@@ -766,7 +682,6 @@ int luaopen_moonadm_pki(lua_State *L)
 {
 	handle_type(L, KEY_MT, key_meta, key_methods);
 	handle_type(L, CERT_MT, cert_meta, cert_methods);
-	handle_type(L, KEYGEN_MT, keygen_meta, keygen_methods);
 	luaL_newmetatable(L, BOX_MT);
 	lua_pushcfunction(L, box_gc);
 	lua_setfield(L, -2, "__gc");

@@ -26,21 +26,6 @@ ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e);
 /* Generates n keys on nthreads threads (<= 0: one per online CPU). On failure
  * no key is returned (out[] is all NULL). */
 int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[], int nthreads, ma_err *e);
-
-/* Keys made in the background while the caller goes on: a flow starts the keys its phases will
- * need before the first phase runs, and each phase takes its share when it gets there. Keys are
- * generated in the order added, on up to `workers` threads (< 0: one per online CPU, or none on a
- * one-CPU machine; 0: none, the taker makes them all). */
-typedef struct ma_pki_keygen ma_pki_keygen;
-ma_pki_keygen *ma_pki_keygen_new(int workers, ma_err *e);
-/* Queues n more keys (names checked first: nothing is queued on a bad one). */
-int ma_pki_keygen_add(ma_pki_keygen *g, const char *const algs[], size_t n, ma_err *e);
-/* Hands over the next n keys in the order added, waiting for them (the caller generates any not
- * yet started rather than wait idle). Fails if fewer than n are queued or a generation failed. */
-int ma_pki_keygen_take(ma_pki_keygen *g, size_t n, ma_pki_key *out[], ma_err *e);
-size_t ma_pki_keygen_left(const ma_pki_keygen *g); /* queued, not yet taken */
-/* Stops: keys not started are not made; waits for the ones in progress; frees every key not taken. */
-void ma_pki_keygen_free(ma_pki_keygen *g);
 void ma_pki_key_free(ma_pki_key *k); /* OpenSSL clears private key material */
 
 /* The first private key block (PKCS#1, SEC1 or PKCS#8) of a PEM text; other

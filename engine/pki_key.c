@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,204 +100,63 @@ ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e)
 	return k;
 }
 
-struct ma_pki_keygen {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;   /* a key finished, or the generation failed */
-	char **algs;         /* owned copies, one per queued key */
-	ma_pki_key **out;    /* out[i]: key i once made, until taken */
-	size_t cap, n, next; /* n queued; next: the first not started */
-	size_t taken;        /* keys [0, taken) were handed over */
-	pthread_t *tids;     /* every thread started (joined by ma_pki_keygen_free) */
-	int ntids, running, max_workers, stop, failed;
+struct genjob {
+	const char *const *algs;
+	ma_pki_key **out;
+	size_t n;
+	atomic_size_t next; /* next index to generate: threads take work as they finish */
+	atomic_int failed;
 	ma_err err;
+	pthread_mutex_t mu;
 };
 
-/* Live generators, stopped and joined at exit: a worker still making a key when exit() runs
- * OpenSSL's cleanup would then call into a torn-down library (os.exit skips the Lua state's close). */
-static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
-static ma_pki_keygen *live[16];
-
-static void join_workers(ma_pki_keygen *g)
+static void *genworker(void *arg)
 {
-	pthread_mutex_lock(&g->mu);
-	g->stop = 1;
-	int ntids = g->ntids;
-	g->ntids = 0;
-	pthread_mutex_unlock(&g->mu);
-	for (int t = 0; t < ntids; t++) pthread_join(g->tids[t], NULL);
-}
-
-static void stop_live_at_exit(void)
-{
-	pthread_mutex_lock(&live_mu);
-	for (size_t i = 0; i < sizeof live / sizeof *live; i++)
-		if (live[i]) join_workers(live[i]);
-	pthread_mutex_unlock(&live_mu);
-}
-
-static void register_live(ma_pki_keygen *g, int on)
-{
-	static int registered;
-	pthread_mutex_lock(&live_mu);
-	if (on && !registered) registered = !atexit(stop_live_at_exit);
-	for (size_t i = 0; i < sizeof live / sizeof *live; i++)
-		if (on ? !live[i] : live[i] == g) {
-			live[i] = on ? g : NULL;
-			break;
+	struct genjob *j = arg;
+	for (size_t i; !atomic_load(&j->failed) && (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+		ma_err e;
+		if (!(j->out[i] = ma_pki_genkey(j->algs[i], &e))) {
+			pthread_mutex_lock(&j->mu);
+			if (!atomic_exchange(&j->failed, 1)) j->err = e;
+			pthread_mutex_unlock(&j->mu);
 		}
-	pthread_mutex_unlock(&live_mu);
-}
-
-/* Makes key i with the lock released; called with g->mu held, returns with it held. */
-static void make_one(ma_pki_keygen *g, size_t i)
-{
-	char alg[16];
-	snprintf(alg, sizeof alg, "%s", g->algs[i]); /* algs may be reallocated meanwhile, not its strings */
-	pthread_mutex_unlock(&g->mu);
-	ma_err e = {0};
-	ma_pki_key *k = ma_pki_genkey(alg, &e);
-	pthread_mutex_lock(&g->mu);
-	if (k) g->out[i] = k;
-	else if (!g->failed) g->failed = 1, g->err = e;
-	pthread_cond_broadcast(&g->cv);
-}
-
-static void *keygen_worker(void *arg)
-{
-	ma_pki_keygen *g = arg;
-	pthread_mutex_lock(&g->mu);
-	while (!g->stop && !g->failed && g->next < g->n) make_one(g, g->next++);
-	g->running--;
-	pthread_mutex_unlock(&g->mu);
+	}
 	return NULL;
-}
-
-ma_pki_keygen *ma_pki_keygen_new(int workers, ma_err *e)
-{
-	ma_pki_keygen *g = calloc(1, sizeof *g);
-	if (!g) {
-		ma_fail(e, "out of memory");
-		return NULL;
-	}
-	if (workers < 0) {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		workers = cpus > 1 ? (int)cpus : 0;
-	}
-	g->max_workers = workers > 64 ? 64 : workers;
-	pthread_mutex_init(&g->mu, NULL);
-	pthread_cond_init(&g->cv, NULL);
-	register_live(g, 1); /* beyond 16 live ones (never, in a flow), a generator is not joined at exit */
-	return g;
-}
-
-static int check_alg(const char *a, ma_err *e)
-{
-	if (!a || !*a) return 0;
-	for (int k = 0; ma_pki_algorithms[k]; k++)
-		if (!strcmp(a, ma_pki_algorithms[k])) return 0;
-	ma_pki_genkey(a, e); /* says which names are valid */
-	return -1;
-}
-
-int ma_pki_keygen_add(ma_pki_keygen *g, const char *const algs[], size_t n, ma_err *e)
-{
-	for (size_t i = 0; i < n; i++) /* before spending seconds on keys */
-		if (check_alg(algs[i], e)) return -1;
-	pthread_mutex_lock(&g->mu);
-	int rc = 0;
-	if (g->n + n > g->cap) {
-		size_t cap = g->cap ? g->cap : 16;
-		while (cap < g->n + n) cap *= 2;
-		char **na = realloc(g->algs, cap * sizeof *na);
-		if (na) g->algs = na;
-		ma_pki_key **no = na ? realloc(g->out, cap * sizeof *no) : NULL;
-		if (no) g->out = no, g->cap = cap;
-		else rc = ma_fail(e, "out of memory queueing %zu keys", n);
-	}
-	for (size_t i = 0; !rc && i < n; i++) {
-		if (!(g->algs[g->n] = strdup(algs[i] && *algs[i] ? algs[i] : "RSA-2048"))) {
-			rc = ma_fail(e, "out of memory queueing %zu keys", n);
-			break;
-		}
-		g->out[g->n++] = NULL;
-	}
-	/* a thread per key not started, up to the limit; none started is not an error: take() makes them */
-	while (!rc && g->running < g->max_workers && (size_t)g->running < g->n - g->next) {
-		if (g->ntids % 8 == 0) {
-			pthread_t *nt = realloc(g->tids, (size_t)(g->ntids + 8) * sizeof *nt);
-			if (!nt) break;
-			g->tids = nt;
-		}
-		if (pthread_create(&g->tids[g->ntids], NULL, keygen_worker, g)) break;
-		g->ntids++, g->running++;
-	}
-	pthread_mutex_unlock(&g->mu);
-	return rc;
-}
-
-int ma_pki_keygen_take(ma_pki_keygen *g, size_t n, ma_pki_key *out[], ma_err *e)
-{
-	pthread_mutex_lock(&g->mu);
-	if (n > g->n - g->taken) {
-		size_t left = g->n - g->taken;
-		pthread_mutex_unlock(&g->mu);
-		return ma_fail(e, "%zu keys asked for, %zu queued", n, left);
-	}
-	size_t end = g->taken + n;
-	for (size_t i = g->taken; i < end && !g->failed;) {
-		if (g->out[i]) i++;
-		else if (g->next < end) make_one(g, g->next++); /* help rather than wait idle */
-		else pthread_cond_wait(&g->cv, &g->mu);
-	}
-	int rc = 0;
-	if (g->failed) {
-		if (e) *e = g->err;
-		rc = -1;
-	} else {
-		memcpy(out, g->out + g->taken, n * sizeof *out);
-		memset(g->out + g->taken, 0, n * sizeof *out);
-		g->taken = end;
-	}
-	pthread_mutex_unlock(&g->mu);
-	return rc;
-}
-
-size_t ma_pki_keygen_left(const ma_pki_keygen *g)
-{
-	pthread_mutex_lock((pthread_mutex_t *)&g->mu);
-	size_t left = g->n - g->taken;
-	pthread_mutex_unlock((pthread_mutex_t *)&g->mu);
-	return left;
-}
-
-void ma_pki_keygen_free(ma_pki_keygen *g)
-{
-	if (!g) return;
-	register_live(g, 0);
-	join_workers(g);
-	for (size_t i = 0; i < g->n; i++) {
-		ma_pki_key_free(g->out[i]);
-		free(g->algs[i]);
-	}
-	free(g->out);
-	free(g->algs);
-	free(g->tids);
-	pthread_cond_destroy(&g->cv);
-	pthread_mutex_destroy(&g->mu);
-	free(g);
 }
 
 int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[], int nthreads, ma_err *e)
 {
 	memset(out, 0, n * sizeof *out);
+	for (size_t i = 0; i < n; i++) { /* validate names before spending seconds on keys */
+		const char *a = algs[i];
+		int ok = !a || !*a;
+		for (int k = 0; !ok && ma_pki_algorithms[k]; k++) ok = !strcmp(a, ma_pki_algorithms[k]);
+		if (!ok) {
+			ma_pki_genkey(a, e);
+			return -1;
+		}
+	}
 	if (nthreads <= 0) nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (nthreads < 1) nthreads = 1;
 	if ((size_t)nthreads > n) nthreads = (int)n;
-	/* nthreads - 1 workers: the calling thread works too, in take() */
-	ma_pki_keygen *g = ma_pki_keygen_new(nthreads > 1 ? nthreads - 1 : 0, e);
-	if (!g) return -1;
-	int rc = ma_pki_keygen_add(g, algs, n, e) ? -1 : ma_pki_keygen_take(g, n, out, e);
-	ma_pki_keygen_free(g);
-	return rc;
+	struct genjob j = {.algs = algs, .out = out, .n = n};
+	atomic_init(&j.next, 0);
+	atomic_init(&j.failed, 0);
+	pthread_mutex_init(&j.mu, NULL);
+	pthread_t tid[64];
+	if (nthreads > 64) nthreads = 64;
+	int started = 0;
+	for (; started < nthreads - 1; started++)
+		if (pthread_create(&tid[started], NULL, genworker, &j)) break;
+	genworker(&j); /* the calling thread works too */
+	for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&j.mu);
+	if (atomic_load(&j.failed)) {
+		for (size_t i = 0; i < n; i++) ma_pki_key_free(out[i]), out[i] = NULL;
+		if (e) *e = j.err;
+		return -1;
+	}
+	return 0;
 }
 
 void ma_pki_key_free(ma_pki_key *k)

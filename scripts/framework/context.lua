@@ -25,7 +25,6 @@ M.CACHES = {
   addons_ready = "upgrade.addon: whether every control plane runs the new kube-apiserver",
   pki_start = "pki.tree: the run's clock for NotBefore",
   pki_keys = "pki.tree: keys generated ahead, in parallel",
-  pki_pool = "pki.tree: keys queued by the phases' ahead hooks, made in the background",
   pki_parsed = "pki.tree: keys and certificates parsed from their PEM (or written by this run), by the text",
 }
 

@@ -1,8 +1,7 @@
 -- Building blocks for phase tables. A phase is plain data:
 --   name, desc, run(ctx), run_if(ctx) -> bool, prepare(ctx, selected) (a parent's planning: the
 --   runner hands it the names of its children that will run; its error is raised by the first of
---   them), ahead(ctx, selected) (background work started before the flow's first phase runs:
---   init's certs and kubeconfig queue their keys), children, requires, provides (lists of capability
+--   them), children, requires, provides (lists of capability
 --   names, or functions of ctx returning one), hidden, experimental, aliases, when, always_run
 --   (never skipped by --resume: checks such as preflight).
 -- `when` places a phase behind a feature gate in a flow: {gate = "Name", value = true|false}.

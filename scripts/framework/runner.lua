@@ -178,15 +178,6 @@ local function execute_nodes(nodes, ctx, opts)
     end
     return sel
   end
-  -- A phase's ahead(ctx, selected) starts, before the first phase runs, background work it will
-  -- use later (init's certs and kubeconfig queue their keys, made while preflight runs). It writes
-  -- nothing and its failure stops nothing: the phase does the work itself when it gets there.
-  for _, n in ipairs(nodes) do
-    if n.status == "run" and n.phase.ahead then
-      local ok, err = pcall(n.phase.ahead, ctx, selected_children(n))
-      if not ok then log.v(1, "[%s] work ahead not started: %s", n.path, errors.message(err)) end
-    end
-  end
   for _, n in ipairs(nodes) do
     if n.status == "run" then
       local p = n.phase

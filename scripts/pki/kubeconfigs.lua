@@ -96,17 +96,6 @@ function M.dir(ctx)
   return ((d and d ~= "") and d or M.default_dir):gsub("/+$", "")
 end
 
--- How many of the kubeconfig files named are not on disk: the client keys a fresh node needs
--- (the kubeconfig phase's ahead hook queues them).
-function M.missing(ctx, names)
-  local kdir, n = M.dir(ctx), 0
-  for _, name in ipairs(names) do
-    local k = M.by_name[name]
-    if k and not ctx:exists(kdir .. "/" .. k.file) then n = n + 1 end
-  end
-  return n
-end
-
 -- The CA for kubeconfigs: {cert, key?, pem} | raises when ca.crt cannot be used.
 function M.load_ca(E)
   local ca = tree.load_ca(E, certlist.by_name.ca)

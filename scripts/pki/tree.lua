@@ -232,39 +232,7 @@ function M.plan(E, entries)
   return out
 end
 
--- Queues n keys of the cluster's algorithm, made in the background from now on (a phase's ahead
--- hook calls it before the first phase runs); pregenerate takes them first. An estimate: keys left
--- over are dropped with the context, and a phase needing more makes the rest itself.
-function M.reserve(ctx, n)
-  if n <= 0 then return true end
-  local alg = config.encryption_algorithm(ctx.cfg.cluster or {})
-  local pool = ctx.data.pki_pool
-  if not pool then
-    local gen, err = pki.keygen()
-    if not gen then return nil, err end
-    pool = { gen = gen, alg = alg }
-    ctx.data.pki_pool = pool
-  end
-  if pool.alg ~= alg then return nil, "the queued keys are " .. pool.alg end
-  local algs = {}
-  for i = 1, n do algs[i] = alg end
-  return pool.gen:add(algs)
-end
-
--- How many of names (certlist rows) have neither a key nor a certificate on disk: the keys a
--- fresh tree needs (the certs phase's ahead hook).
-function M.missing_keys(ctx, names)
-  local dir, n = config.cert_dir(ctx.cfg.cluster or {}), 0
-  for _, name in ipairs(names) do
-    local c = certlist.by_name[name]
-    local base = c and dir .. "/" .. c.base
-    if c and not ctx:exists(base .. ".key") and not ctx:exists(base .. ".crt") then n = n + 1 end
-  end
-  return n
-end
-
--- Generates, in parallel on all cores, the keys the planned actions will need (kept in E.keys):
--- those queued ahead first (M.reserve), then any more at once.
+-- Generates, in parallel on all cores, the keys the planned actions will need (kept in E.keys).
 function M.pregenerate(E, actions, prefix)
   local names, algs = {}, {}
   for _, a in ipairs(actions) do
@@ -274,19 +242,8 @@ function M.pregenerate(E, actions, prefix)
     end
   end
   if #algs == 0 then return end
-  local pool = E.ctx.data.pki_pool
-  local queued = pool and pool.alg == E.alg and math.min(#algs, pool.gen:left()) or 0
-  local keys, err = {}, nil
-  if queued > 0 then
-    keys, err = pool.gen:take(queued)
-    if not keys then error("generating private keys: " .. err, 0) end
-  end
-  if #algs > queued then
-    local more
-    more, err = pki.generate_keys(table.move(algs, queued + 1, #algs, 1, {}))
-    if not more then error("generating private keys: " .. err, 0) end
-    table.move(more, 1, #more, queued + 1, keys)
-  end
+  local keys, err = pki.generate_keys(algs)
+  if not keys then error("generating private keys: " .. err, 0) end
   for i, id in ipairs(names) do E.keys[id] = keys[i] end
 end
 

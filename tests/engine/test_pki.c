@@ -149,38 +149,6 @@ static void test_keygen_algorithms(void)
 	      e.msg);
 }
 
-/* Keys made in the background (ma_pki_keygen): handed over in the order queued, each key once; a
- * bad name queues nothing; taking more than queued fails; with no worker thread the taker makes
- * them; freeing with keys queued, in progress or untaken leaks nothing (ASan/valgrind runs). */
-static void test_keygen_background(void)
-{
-	ma_err e = {0};
-	for (int workers = -1; workers <= 0; workers++) {
-		ma_pki_keygen *g = ma_pki_keygen_new(workers, &e);
-		CHECK(g, "%s", e.msg);
-		if (!g) return;
-		const char *first[] = {"ECDSA-P256", "RSA-2048", "ECDSA-P384"}, *bad[] = {"ECDSA-P256", "RSA-1024"};
-		CHECK(ma_pki_keygen_add(g, first, 3, &e) == 0, "%s", e.msg);
-		CHECK(ma_pki_keygen_add(g, bad, 2, &e) == -1 && strstr(e.msg, "RSA-1024"), "bad name: %s", e.msg);
-		CHECK(ma_pki_keygen_left(g) == 3, "left %zu after a refused add", ma_pki_keygen_left(g));
-		ma_pki_key *k[4] = {0};
-		CHECK(ma_pki_keygen_take(g, 4, k, &e) == -1 && strstr(e.msg, "4 keys asked for, 3 queued"), "%s", e.msg);
-		CHECK(ma_pki_keygen_take(g, 2, k, &e) == 0, "%s", e.msg);
-		CHECK(k[0] && !strcmp(ma_pki_key_type(k[0]), "ECDSA") && ma_pki_key_bits(k[0]) == 256, "first key");
-		CHECK(k[1] && !strcmp(ma_pki_key_type(k[1]), "RSA") && ma_pki_key_bits(k[1]) == 2048, "second key");
-		const char *more[] = {"ECDSA-P256"};
-		CHECK(ma_pki_keygen_add(g, more, 1, &e) == 0, "%s", e.msg);
-		CHECK(ma_pki_keygen_take(g, 2, k + 2, &e) == 0, "%s", e.msg);
-		CHECK(k[2] && ma_pki_key_bits(k[2]) == 384 && k[3] && ma_pki_key_bits(k[3]) == 256, "keys 3, 4 in order");
-		CHECK(k[3] && k[0] && !ma_pki_key_equal(k[0], k[3]), "two P-256 keys equal");
-		CHECK(ma_pki_keygen_left(g) == 0, "left %zu", ma_pki_keygen_left(g));
-		const char *pending[] = {"RSA-2048", "RSA-2048", "ECDSA-P256"};
-		CHECK(ma_pki_keygen_add(g, pending, 3, &e) == 0, "%s", e.msg);
-		ma_pki_keygen_free(g); /* with keys queued or in progress */
-		for (int i = 0; i < 4; i++) ma_pki_key_free(k[i]);
-	}
-}
-
 /* Every RSA key the generator makes (nettle/GMP, engine/pki_rsa.c) is one OpenSSL accepts as its
  * own: its key check (n = pq, d, the CRT values) passes, the modulus has exactly the requested bits,
  * p != q, e = 65537; and p and q have half the bits each (no lopsided factors). */
@@ -763,7 +731,6 @@ int main(void)
 	setup_chain();
 	RUN(test_keygen_algorithms);
 	RUN(test_keygen_parallel);
-	RUN(test_keygen_background);
 	RUN(test_rsa_keys_checked);
 	RUN(test_pem_roundtrip);
 	RUN(test_legacy_paths_same_bytes);

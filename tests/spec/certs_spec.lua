@@ -1,8 +1,6 @@
 -- `moonadm init phase certs`: every certificate field by field against kubeadm's tables
 -- (../shared/reference/kubeadm-pki.md §1), openssl chains, re-run rules, bad input.
 local pki = require "moonadm.pki"
-local yaml = require "moonadm.yaml"
-local encoding = require "moonadm.encoding"
 local helpers = require "helpers"
 
 local q = helpers.q
@@ -363,40 +361,5 @@ describe("init phase certs", function()
     local c2, o2 = sh("openssl verify -CAfile " .. q(dir .. "/ca.crt") .. " " .. q(dir .. "/apiserver.crt") .. " 2>&1")
     assert.equal(0, c2, o2)
     helpers.rmrf(d)
-  end)
-end)
-
--- init queues the keys of certs and kubeconfig before preflight (their ahead hooks) and each phase
--- takes its share of that queue: every file must still get a key of its own, matching its cert.
-describe("init's certs and kubeconfig in one run", function()
-  it("give each of the 11 key files and 5 kubeconfigs a distinct key that matches its certificate", function()
-    local dir = helpers.tmpdir()
-    local root = dir .. "/root"
-    local skip = "preflight,etcd,control-plane,kubelet-start,wait-control-plane,upload-config,upload-certs," ..
-      "mark-control-plane,bootstrap-token,kubelet-finalize,addon,show-join-command"
-    local code, out, err = helpers.moonadm({ "init", "--root", root, "--config", cfgfile(dir), "--skip-phases", skip })
-    assert.equal(0, code, (out or "") .. (err or ""))
-    local keys = {}
-    local function add(what, key, cert)
-      if cert then assert.is_true(cert:matches(key), what .. ": key does not match its certificate") end
-      for other, k in pairs(keys) do assert.is_false(k:equals(key), what .. " has the key of " .. other) end
-      keys[what] = key
-    end
-    for _, base in ipairs { "ca", "apiserver", "apiserver-kubelet-client", "front-proxy-ca", "front-proxy-client",
-      "etcd/ca", "etcd/server", "etcd/peer", "etcd/healthcheck-client", "apiserver-etcd-client" } do
-      add(base, assert(pki.read_key(assert(helpers.read(pkipath(root, base .. ".key"))))),
-        assert(pki.read_cert(assert(helpers.read(pkipath(root, base .. ".crt"))))))
-    end
-    add("sa", assert(pki.read_key(assert(helpers.read(pkipath(root, "sa.key"))))))
-    for _, f in ipairs { "admin", "super-admin", "kubelet", "controller-manager", "scheduler" } do
-      local conf = assert(yaml.decode(assert(helpers.read(root .. "/etc/kubernetes/" .. f .. ".conf"))))[1]
-      local user = conf.users[1].user
-      add(f .. ".conf", assert(pki.read_key(encoding.base64_decode(user["client-key-data"]))),
-        assert(pki.read_cert(encoding.base64_decode(user["client-certificate-data"]))))
-    end
-    local n = 0
-    for _ in pairs(keys) do n = n + 1 end
-    assert.equal(16, n)
-    helpers.rmrf(dir)
   end)
 end)

@@ -56,19 +56,6 @@ describe("runner", function()
     assert.same({}, ran)
   end)
 
-  it("calls every selected phase's ahead before the first phase runs, in flow order; its error stops nothing", function()
-    local ran = {}
-    local f = flow_mod.new("test")
-    f:append { name = "a", run = function() ran[#ran + 1] = "run a" end,
-      ahead = function() ran[#ran + 1] = "ahead a"; error("no estimate") end }
-    f:append { name = "p", prepare = function() ran[#ran + 1] = "prepare p" end,
-      ahead = function(_, selected) ran[#ran + 1] = "ahead p:" .. tostring(selected.x) .. tostring(selected.y) end,
-      children = { { name = "x", run = function() ran[#ran + 1] = "run p/x" end }, { name = "y", run = function() end } } }
-    f:append { name = "skipped", run = function() end, ahead = function() ran[#ran + 1] = "ahead skipped" end }
-    assert.is_true(runner.run(f, ctx_with {}, { skip = { "skipped", "p/y" } }))
-    assert.same({ "ahead a", "ahead p:truenil", "run a", "prepare p", "run p/x" }, ran)
-  end)
-
   it("runs only a filtered subtree for `phase X`", function()
     local ran = {}
     assert.is_true(runner.run(recording_flow(ran), ctx_with {}, { filter = "b/y" }))

@@ -16,15 +16,6 @@ local function prepare(ctx, selected)
   tree.prepare(ctx, names)
 end
 
--- Before the first phase runs: the keys a fresh tree needs, queued to be made while preflight runs.
-local function ahead(ctx, selected)
-  local names = {}
-  for _, c in ipairs(certlist.list) do
-    if selected[c.name] then names[#names + 1] = c.name end
-  end
-  assert(tree.reserve(ctx, tree.missing_keys(ctx, names)))
-end
-
 local function leaf(name, desc)
   return { name = name, desc = desc, run = function(ctx) tree.write(ctx, name) end }
 end
@@ -34,7 +25,6 @@ return {
   flags = { "apiserver-advertise-address", "apiserver-cert-extra-sans", "cert-dir", "config", "control-plane-endpoint", "dry-run", "kubernetes-version", "service-cidr", "service-dns-domain" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Certificate generation",
   provides = { "pki" },
-  ahead = ahead,
   prepare = prepare,
   children = {
     leaf("ca", "Generate the self-signed Kubernetes CA to provision identities for other Kubernetes components"),

@@ -3,7 +3,6 @@
 -- selected and generates the client keys in parallel before any sub-phase writes (pki/kubeconfigs.lua).
 local lazy = require "framework.lazy"
 local kubeconfig = lazy.require "pki.kubeconfigs"
-local tree = lazy.require "pki.tree"
 
 -- The selected sub-phases' files, in the list's order.
 local function prepare(ctx, selected)
@@ -14,15 +13,6 @@ local function prepare(ctx, selected)
   kubeconfig.prepare(ctx, names)
 end
 
--- Before the first phase runs: the client keys of the missing files, queued after the certs' keys.
-local function ahead(ctx, selected)
-  local names = {}
-  for _, k in ipairs(kubeconfig.list) do
-    if selected[k.name] then names[#names + 1] = k.name end
-  end
-  assert(tree.reserve(ctx, kubeconfig.missing(ctx, names)))
-end
-
 local function run(name) return function(ctx) kubeconfig.write(ctx, name) end end
 
 return {
@@ -31,7 +21,6 @@ return {
   desc = "Generate all kubeconfig files necessary to establish the control plane and the admin kubeconfig file",
   requires = { "pki" },
   provides = { "kubeconfig" },
-  ahead = ahead,
   prepare = prepare,
   children = {
     { name = "admin", desc = "Generate a kubeconfig file for the admin to use and for kubeadm itself", run = run("admin") },
