@@ -1,7 +1,8 @@
 -- `moonadm version [-o short|json|yaml]`: engine, Lua and scripts versions, and the Kubernetes
 -- releases this moonadm makes clusters of.
-local cjson = require "cjson"
 local core = require "moonadm.core"
+local lazy = require "framework.lazy"
+local cjson = lazy.require "cjson" -- -o json only
 local flags_mod = require "framework.argv"
 local version = require "framework.version"
 local releases = require "config.releases"

@@ -2,8 +2,9 @@
 -- progress line per phase; `--output json` turns every message into one JSON event per line on
 -- stdout (phase start/end with duration, warnings, errors). Nothing that looks like a secret is
 -- ever printed: callers pass secrets only through log.redact.
-local cjson = require "cjson"
 local core = require "moonadm.core"
+local lazy = require "framework.lazy"
+local cjson = lazy.require "cjson" -- a shared library of its own: loaded by --output json only
 
 local M = { verbosity = 0, json = false, out = io.stdout, err = io.stderr }
 

@@ -113,7 +113,7 @@ function M.wait_bootstrap(ctx)
       error(("[kubelet-start] timed out after %s waiting for the kubelet to perform the TLS Bootstrap (no usable %s)")
         :format(duration.format_seconds(tls), M.KUBELET_CONF), 0)
     end
-    core.sleep(0.25)
+    core.sleep(healthz.INTERVAL) -- as often as the health wait: a 0.25 s poll added ~0.13 s to a join on average
   end
   log.info("[kubelet-start] The kubelet performed the TLS Bootstrap after %s", duration.format_seconds(core.monotonic() - t0))
   fs.remove(M.BOOTSTRAP)

@@ -268,6 +268,14 @@ static void test_legacy_paths_same_bytes(void)
 			ma_pki_cert_free(c), ma_pki_cert_free(self);
 			ma_pki_key_free(r);
 		}
+		/* the public PEM (sa.pub) is the generic encoder's, byte for byte */
+		BIO *gb = BIO_new(BIO_s_mem());
+		char *gp = NULL, *pub = ma_pki_pubkey_pem(k, NULL, &e);
+		long gn = gb && PEM_write_bio_PUBKEY(gb, (EVP_PKEY *)k) ? BIO_get_mem_data(gb, &gp) : 0;
+		CHECK(pub && gn > 0 && strlen(pub) == (size_t)gn && !memcmp(pub, gp, (size_t)gn),
+		      "%s: the public key PEM differs from OpenSSL's generic encoding", algs[i]);
+		BIO_free(gb);
+		free(pub);
 		if (pem) ma_pki_secret_free(pem, n);
 		free(gen);
 		if (i) ma_pki_key_free(k);

@@ -17,6 +17,20 @@ describe("moonadm CLI", function()
     assert.equal("(embedded)", v.scriptsDir)
   end)
 
+  -- Start-up cost is the dynamic loader's: a command loads the shared libraries it uses and no others
+  -- (libcurl on the first request, lua-cjson for JSON output). The loader itself lists what it opened.
+  it("loads libcurl and lua-cjson only for the commands that use them", function()
+    local function opened(args)
+      local code, out, err = h.moonadm(args, { LD_DEBUG = "files" })
+      assert.equal(0, code, out .. err)
+      assert.truthy(err:find("file=", 1, true), "LD_DEBUG=files printed nothing: " .. err:sub(1, 200))
+      return { curl = err:find("libcurl", 1, true) ~= nil, cjson = err:find("cjson", 1, true) ~= nil }
+    end
+    assert.same({ curl = false, cjson = false }, opened { "version" })
+    assert.same({ curl = false, cjson = false }, opened { "config", "print", "init-defaults" })
+    assert.same({ curl = false, cjson = true }, opened { "version", "-o", "json" })
+  end)
+
   it("exports the stock scripts, and an edited exported phase is what runs", function()
     local dir = root .. "/scripts"
     local code, out = h.moonadm { "scripts", "export", dir }
