@@ -18,7 +18,7 @@ local healthz = require "kubelet.healthz"
 
 local M = {}
 
-M.INTERVAL = tonumber(os.getenv("MOONADM_WAIT_INTERVAL") or "") or 0.1
+M.INTERVAL = healthz.INTERVAL -- one poll interval for every wait: kubelet/healthz.lua reads MOONADM_WAIT_INTERVAL
 M.MANIFESTS = "/etc/kubernetes/manifests"
 M.PROBE_TIMEOUT = 0.25
 

@@ -11,6 +11,7 @@ local kconfig = require "kubelet.config"
 
 local M = {}
 
+-- How often every wait polls (this one, cluster/wait.lua, the TLS bootstrap): MOONADM_WAIT_INTERVAL or 0.1 s
 M.INTERVAL = tonumber(os.getenv("MOONADM_WAIT_INTERVAL") or "") or 0.1 -- kubeadm: 500 ms
 
 -- host, port of the kubelet's healthz from the config.yaml under ctx's root (defaults when it is
