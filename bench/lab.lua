@@ -220,7 +220,7 @@ function L.section_lab()
   local name, subnet = "bench1", "10.253.31"
   local cp1ip = subnet .. ".11"
   down(name)
-  local code, _, upsecs = up(name, subnet, { "--spares", tostring(2 * JOIN_REPS) })
+  local code, _, upsecs = up(name, subnet, { "--spares", tostring(2 * JOIN_REPS + 1) })
   if code ~= 0 then return C.skip("one-node init", "lab up failed") end
   local initcfg = lab_dir(name) .. "/cp1-init.yaml"
   local kcfg = C.WORK .. "/kubeadm-cp1-init.yaml"
@@ -330,6 +330,10 @@ function L.section_lab()
       if not held then core.sleep(0.5) end
     until held or core.monotonic() > deadline
     core.sleep(5)
+    -- The cluster's first join after an init took 1.5 s longer whichever tool made it (both sections,
+    -- 2026-12-06): one untimed join on the last spare takes that cost before the timed ones.
+    local warm = "s" .. (2 * JOIN_REPS + 1)
+    exec(name, warm, { "moonadm", "join", "--config", join_config(name, warm, cp1ip, token, pin) })
     local mj, kj = {}, {}
     for i = 1, JOIN_REPS do
       local sm, sk = "s" .. (2 * i - 1), "s" .. (2 * i)
@@ -531,6 +535,9 @@ function L.section_realnode()
     local function forget_w1()
       proc.run { argv = { kubectl, "--kubeconfig", admin, "delete", "node", "w1", "--ignore-not-found" } }
     end
+    -- untimed: the cluster's first join after an init pays a cost of its own (see section_lab)
+    exec(name, "w1", { "moonadm", "join", "--config", jcfg })
+    moon_reset("w1"); forget_w1()
     for _ = 1, REPS do
       local c1, o1, t1 = exec(name, "w1", { "moonadm", "join", "--config", jcfg, "-o", "json", "-v", "1" })
       for _, e in ipairs(events(o1)) do

@@ -518,7 +518,7 @@ function C:delete(ref, o)
       gracePeriodSeconds = o.grace_period }
   end
   local v, err = self:call("DELETE", ref, { query = query_of(o), body = body,
-    content_type = body and "application/json" or nil, timeout = o.timeout })
+    content_type = body and "application/json" or nil, timeout = o.timeout, no_retry = o.no_retry })
   if not v and o.ignore_not_found and err.code == 404 then return true end
   return v, err
 end

@@ -327,15 +327,19 @@ function M:resync()
     end
     ::next_pod::
   end
+  -- One attempt each, and none after an unreachable apiserver: a reset removes the manifests of the
+  -- node's own apiserver too, and three deletions retried for 3 s each held up the pod side (which a
+  -- reset waits on) for 9 s. The next sync tries again.
   for name, p in pairs(live) do
     if not wanted[name] then
       local ok, err = c:delete({ apiVersion = "v1", kind = "Pod", namespace = p.metadata.namespace, name = name },
-        { grace_period = 0, ignore_not_found = true })
+        { grace_period = 0, ignore_not_found = true, no_retry = true })
       if ok then
         self.mirrors[name] = nil
         log("mirror pod %s deleted: its manifest is gone", name)
       else
         log("deleting mirror pod %s (its manifest is gone): %s; retried next sync", name, tostring(err))
+        if err.code == 0 then break end -- no answer at all (code 0): the apiserver is gone
       end
     end
   end
