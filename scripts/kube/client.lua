@@ -509,7 +509,7 @@ function C:apply(obj, o)
 end
 
 -- o.propagation_policy ("Foreground"|"Background"|"Orphan"), o.grace_period, o.dry_run,
--- o.ignore_not_found (a 404 then returns true).
+-- o.ignore_not_found (a 404 then returns true), o.no_retry (one attempt: a caller that tries again later).
 function C:delete(ref, o)
   o = o or {}
   local body
