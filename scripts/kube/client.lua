@@ -211,6 +211,7 @@ local defaults = {
   max_backoff = 2,
   user_agent = "moonadm",
   max_body = M.MAX_BODY,
+  no_retry = false,      -- one attempt per call: for a caller whose own loop is the retry
 }
 
 function M.new(opts)
@@ -337,7 +338,7 @@ function C:raw(method, path, o)
     end
     local retry_after
     if resp then
-      if not retryable_status(resp.status) or o.no_retry or got_data then return resp end
+      if not retryable_status(resp.status) or o.no_retry or self.no_retry or got_data then return resp end
       retry_after = tonumber(resp.headers["retry-after"])
       err = status_error(resp, method, path)
     else
@@ -345,7 +346,7 @@ function C:raw(method, path, o)
                     or kind == "tls" and "TLSError" or kind == "too_large" and "ResponseTooLarge" or "TransportError",
                     message = err, kind = kind,
                     method = method, path = path }
-      if o.no_retry or got_data or not (kind == "connect" or kind == "timeout") then return nil, err end
+      if o.no_retry or self.no_retry or got_data or not (kind == "connect" or kind == "timeout") then return nil, err end
     end
     local elapsed = core.monotonic() - start
     local wait = math.min(delay, self.max_backoff) * (0.5 + math.random() * 0.5)
@@ -509,7 +510,7 @@ function C:apply(obj, o)
 end
 
 -- o.propagation_policy ("Foreground"|"Background"|"Orphan"), o.grace_period, o.dry_run,
--- o.ignore_not_found (a 404 then returns true), o.no_retry (one attempt: a caller that tries again later).
+-- o.ignore_not_found (a 404 then returns true).
 function C:delete(ref, o)
   o = o or {}
   local body
@@ -518,7 +519,7 @@ function C:delete(ref, o)
       gracePeriodSeconds = o.grace_period }
   end
   local v, err = self:call("DELETE", ref, { query = query_of(o), body = body,
-    content_type = body and "application/json" or nil, timeout = o.timeout, no_retry = o.no_retry })
+    content_type = body and "application/json" or nil, timeout = o.timeout })
   if not v and o.ignore_not_found and err.code == 404 then return true end
   return v, err
 end

@@ -83,7 +83,7 @@ function M:connect()
     self:client_pem_from_kubelet_conf(text)
     local opts, err = kubeconfig.parse(text, { filename = KUBELET_CONF, read = read_root })
     if not opts then return self:note("kubelet.conf", err) end
-    opts.timeout, opts.request_timeout, opts.connect_timeout = 3, 3, 2
+    opts.timeout, opts.request_timeout, opts.connect_timeout, opts.no_retry = 3, 3, 2, true -- see M.tick
     local c, cerr = client_mod.new(opts)
     if not c then return self:note("client", cerr) end
     self.client, self.client_conf = c, text
@@ -98,7 +98,7 @@ function M:bootstrap()
   local text = fs.read(BOOTSTRAP_CONF)
   local opts, err = kubeconfig.parse(text or "", { filename = BOOTSTRAP_CONF, read = read_root })
   if not opts then return self:note("bootstrap-kubelet.conf", err) end
-  opts.timeout, opts.request_timeout, opts.connect_timeout = 3, 3, 2
+  opts.timeout, opts.request_timeout, opts.connect_timeout, opts.no_retry = 3, 3, 2, true -- see M.tick
   local c, cerr = client_mod.new(opts)
   if not c then return self:note("bootstrap client", cerr) end
   local b = self.boot
@@ -327,19 +327,15 @@ function M:resync()
     end
     ::next_pod::
   end
-  -- One attempt each, and none after an unreachable apiserver: a reset removes the manifests of the
-  -- node's own apiserver too, and three deletions retried for 3 s each held up the pod side (which a
-  -- reset waits on) for 9 s. The next sync tries again.
   for name, p in pairs(live) do
     if not wanted[name] then
       local ok, err = c:delete({ apiVersion = "v1", kind = "Pod", namespace = p.metadata.namespace, name = name },
-        { grace_period = 0, ignore_not_found = true, no_retry = true })
+        { grace_period = 0, ignore_not_found = true })
       if ok then
         self.mirrors[name] = nil
         log("mirror pod %s deleted: its manifest is gone", name)
       else
         log("deleting mirror pod %s (its manifest is gone): %s; retried next sync", name, tostring(err))
-        if err.code == 0 then break end -- no answer at all (code 0): the apiserver is gone
       end
     end
   end
@@ -388,6 +384,10 @@ function M:rotate(force)
 end
 
 -- Called by the kubelet loop every 200 ms.
+-- Every call the API side makes is one attempt (its client's no_retry): each step is a state this
+-- tick picks up again, and the pod side, which a reset waits on, runs on the same loop. A client that
+-- retried for 3 s held it up to 9 s after a fresh init, deleting three mirror pods (or registering)
+-- through the node's own apiserver the reset had just stopped.
 function M:tick()
   if not self.client then
     if self:due("connect", 1) then self:connect() end

@@ -92,4 +92,31 @@ describe("reset (1-node lab)", function()
     assert.not_matches("Removed the static pod manifests", out, 1, true)
     assert.equal(before, snapshot())
   end)
+
+  -- Right after an init the stand-in still holds the mirror pods; the reset stops the apiserver it
+  -- would delete them through. Its client retried each call for 3 s, which held the stand-in's pod
+  -- side (what the reset waits on) for 9 s: every call is one attempt, the next tick is the retry.
+  it("after a fresh init, the stand-in's calls to the stopped apiserver are one attempt each", function()
+    local code, out = exec { "moonadm", "init", "--config", dir .. "/cp1-init.yaml" }
+    assert.equal(0, code, out)
+    -- the stand-in has made the four mirror pods (what the reset then leaves it to delete)
+    local kubectl = ("%s --kubeconfig %s get pods -n kube-system -o name 2>&1"):format(
+      h.q(h.top .. "/.lab/bin/kubectl"), h.q(node .. "/etc/kubernetes/admin.conf"))
+    local deadline, mirrors = core.monotonic() + 60, 0
+    repeat
+      local p = io.popen(kubectl)
+      local names = p:read("a")
+      p:close()
+      mirrors = select(2, names:gsub("pod/[%w-]+%-cp1\n", ""))
+      if mirrors < 4 then core.sleep(0.2) end
+    until mirrors >= 4 or core.monotonic() > deadline
+    assert.equal(4, mirrors)
+    local log = node .. "/var/log/moonadm-kubelet.log"
+    local seen = #(h.read(log) or "")
+    code, out = exec { "moonadm", "reset", "--force" }
+    assert.equal(0, code, out)
+    local during = (h.read(log) or ""):sub(seen + 1)
+    assert.matches("stopping container kube%-apiserver", during)
+    assert.not_matches("gave up after", during, 1, true)
+  end)
 end)
