@@ -14,8 +14,14 @@ local function mode(path)
   return m
 end
 
-local function as_nobody(cmd)
-  return os.execute("runuser -u nobody -- " .. cmd .. " >/dev/null 2>&1") == true
+-- The checkout may sit where nobody cannot enter (a clone under `mktemp -d`, 0700), which would make
+-- every refusal below prove nothing. So nobody looks at the lab dir through a bind mount (modes kept)
+-- in a world-enterable dir, in a mount namespace of the check's own: only the lab's own modes stand
+-- in the way. as_root runs the same way as root (the control that the mount is there).
+local function in_view(dir, view, who, cmd)
+  local inner = ("mount --bind %s %s && %s%s"):format(h.q(dir), h.q(view .. "/lab"),
+    who == "nobody" and "runuser -u nobody -- " or "", cmd)
+  return os.execute("unshare -m --propagation private sh -c " .. h.q(inner) .. " >/dev/null 2>&1") == true
 end
 
 describe("the lab's files (e2eperm)", function()
@@ -50,12 +56,18 @@ describe("the lab's files (e2eperm)", function()
   end)
 
   it("user nobody can read none of it", function()
-    assert.is_true(as_nobody("test -x " .. h.q(h.top .. "/.lab")), "nobody reaches .lab (else this proves nothing)")
-    assert.is_false(as_nobody("ls " .. h.q(dir)))
+    local view = h.tmpdir()
+    assert(os.execute("chmod 0755 " .. h.q(view) .. " && mkdir " .. h.q(view .. "/lab")))
+    local seen = view .. "/lab"
+    -- controls (else this proves nothing): nobody enters the view, root reads the lab through it
+    assert.is_true(in_view(dir, view, "nobody", "test -x " .. h.q(view)), "nobody enters " .. view)
+    assert.is_true(in_view(dir, view, "root", "test -r " .. h.q(seen .. "/lab.json")), "the lab dir is bound at " .. seen)
+    assert.is_false(in_view(dir, view, "nobody", "ls " .. h.q(seen)))
     for _, f in ipairs { "lab.json", "cp1-init.yaml", "w1-join.yaml", "super-admin.conf", "cp1/etc/kubernetes/pki/ca.key",
       "cp1/etc/kubernetes/admin.conf", "w1/etc/kubernetes/kubelet.conf" } do
-      assert.is_false(as_nobody("cat " .. h.q(dir .. "/" .. f)), f)
+      assert.is_false(in_view(dir, view, "nobody", "cat " .. h.q(seen .. "/" .. f)), f)
     end
+    h.rmrf(view)
   end)
 
   it("gives the node root kubeadm's modes", function()
