@@ -16,6 +16,9 @@ static inline int ma_push_err(lua_State *L, const ma_err *e)
 /* bindings/commit.c: commit pending file writes (fs.h's group) first. ma_guard_table wraps the C
  * functions of the table at idx (only those in `only` when not NULL, none in `except`). */
 void ma_commit_or_raise(lua_State *L);
+/* Runs the pre-commit hook (fs.on_commit) when files are pending: 0, or -1 with its error pushed. */
+#define MA_PRECOMMIT_KEY "moonadm.precommit"
+int ma_precommit(lua_State *L);
 void ma_guard_table(lua_State *L, int idx, const char *const *only, const char *const *except);
 void ma_guard_stdlib(lua_State *L);
 

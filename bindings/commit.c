@@ -7,8 +7,30 @@
 
 #include <string.h>
 
+/* The pre-commit hook (fs.on_commit): a Lua function that writes what must land with the group,
+ * ahead of its renames (the journal: see framework/journal.lua). Not re-entered: its own writes join
+ * the group, and a commit it causes is the one already under way. Returns 0, or -1 with the
+ * message on the stack. */
+static int in_hook;
+
+int ma_precommit(lua_State *L)
+{
+	if (in_hook || !ma_fs_group_size())
+		return 0;
+	if (lua_getfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY) != LUA_TFUNCTION) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	in_hook = 1;
+	int rc = lua_pcall(L, 0, 0, 0);
+	in_hook = 0;
+	return rc == LUA_OK ? 0 : -1;
+}
+
 void ma_commit_or_raise(lua_State *L)
 {
+	if (ma_precommit(L))
+		luaL_error(L, "making this run's file writes durable failed: %s", lua_tostring(L, -1));
 	ma_err e = {0};
 	if (ma_fs_group_commit(&e))
 		luaL_error(L, "making this run's file writes durable failed: %s", e.msg);

@@ -1,12 +1,16 @@
 /* moonadm.encoding: base64 and SHA-256 hex (engine/encoding.h), the one home of both for the scripts,
- * and the JSON rewrite kube/json.lua decodes through (engine/json.h). */
+ * the JSON rewrite kube/json.lua decodes through (engine/json.h), and the canonical text of a Lua
+ * value the journal digests. */
 #include <lauxlib.h>
 #include <lua.h>
 
 #include "bindings.h"
 #include "encoding.h"
 #include "json.h"
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* text = encoding.base64_encode(bytes) */
 static int l_base64_encode(lua_State *L)
@@ -86,10 +90,185 @@ static int l_json_rewrite(lua_State *L)
 	return 3;
 }
 
+/* ---- canon(v): a canonical text of a value, so equal data gives an equal digest ----
+ * Tables as {k:v,...} with keys sorted (by type name first, then by value: numbers by value,
+ * strings bytewise, false before true), strings as string.format("%q") writes them, numbers,
+ * booleans and nil as tostring does, functions, userdata and threads as their type name. The
+ * journal digests the whole configuration before every phase, so this runs often. */
+struct canon_key {
+	int type;
+	const char *s; /* a string key: alive as the table's key while the table is walked */
+	size_t len;
+	int isint;
+	lua_Integer i;
+	lua_Number n;
+	int b;
+	int slot; /* where the key itself sits on the Lua stack, to push it again */
+};
+
+static int canon_key_cmp(const void *pa, const void *pb)
+{
+	const struct canon_key *a = pa, *b = pb;
+	if (a->type != b->type) return a->type < b->type ? -1 : 1; /* type *names* order: see canon_rank */
+	switch (a->type) {
+	case 1: /* boolean */ return a->b - b->b;
+	case 2: /* number */
+		if (a->isint && b->isint) return a->i < b->i ? -1 : a->i > b->i;
+		{
+			lua_Number x = a->isint ? (lua_Number)a->i : a->n, y = b->isint ? (lua_Number)b->i : b->n;
+			return x < y ? -1 : x > y;
+		}
+	default: { /* string */
+		size_t n = a->len < b->len ? a->len : b->len;
+		int c = memcmp(a->s, b->s, n);
+		return c ? c : (a->len < b->len ? -1 : a->len > b->len);
+	}
+	}
+}
+
+/* The rank of a key type, in the alphabetical order of the type names (boolean, number, string). */
+static int canon_rank(int t)
+{
+	return t == LUA_TBOOLEAN ? 1 : t == LUA_TNUMBER ? 2 : t == LUA_TSTRING ? 3 : 0;
+}
+
+/* The text grows in a userdata at a fixed stack slot (a luaL_Buffer wants the stack balanced
+ * between its calls; the walk keeps keys on the stack). */
+struct canon_buf {
+	int slot;
+	char *p;
+	size_t len, cap;
+};
+
+static void canon_add(lua_State *L, struct canon_buf *b, const char *s, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap * 2 > b->len + n ? b->cap * 2 : b->len + n;
+		char *grown = lua_newuserdatauv(L, cap, 0);
+		memcpy(grown, b->p, b->len);
+		lua_replace(L, b->slot);
+		b->p = grown;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void canon_quoted(lua_State *L, struct canon_buf *b, const char *s, size_t len)
+{
+	canon_add(L, b, "\"", 1);
+	size_t run = 0; /* bytes copied as they are, added in one go */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[8];
+		int n = 0;
+		if (c == '"' || c == '\\' || c == '\n') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			n = 2;
+		} else if (iscntrl(c)) {
+			int digit_next = i + 1 < len && isdigit((unsigned char)s[i + 1]);
+			n = snprintf(esc, sizeof esc, digit_next ? "\\%03d" : "\\%d", c);
+		}
+		if (!n) {
+			run++;
+			continue;
+		}
+		canon_add(L, b, s + i - run, run);
+		run = 0;
+		canon_add(L, b, esc, (size_t)n);
+	}
+	canon_add(L, b, s + len - run, run);
+	canon_add(L, b, "\"", 1);
+}
+
+/* Appends the canon of the value at idx. */
+static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
+{
+	idx = lua_absindex(L, idx);
+	int t = lua_type(L, idx);
+	if (t == LUA_TSTRING) {
+		size_t len;
+		const char *s = lua_tolstring(L, idx, &len);
+		canon_quoted(L, b, s, len);
+		return;
+	}
+	if (t != LUA_TTABLE) {
+		const char *s;
+		size_t len;
+		if (t == LUA_TFUNCTION || t == LUA_TUSERDATA || t == LUA_TLIGHTUSERDATA || t == LUA_TTHREAD) {
+			s = t == LUA_TLIGHTUSERDATA ? "userdata" : lua_typename(L, t);
+			canon_add(L, b, s, strlen(s));
+		} else {
+			s = luaL_tolstring(L, idx, &len);
+			canon_add(L, b, s, len);
+			lua_pop(L, 1);
+		}
+		return;
+	}
+	if (depth > 200) luaL_error(L, "canon: a table nested deeper than 200 levels (a cycle?)");
+	/* the keys go on the stack (they stay alive and can be pushed again), their order in an array */
+	int base = lua_gettop(L), n = 0, cap = 16;
+	luaL_checkstack(L, 8, "canon: too deep");
+	struct canon_key *keys = lua_newuserdatauv(L, cap * sizeof *keys, 0);
+	int keys_slot = lua_gettop(L);
+	lua_pushnil(L);
+	while (lua_next(L, idx)) {
+		lua_pop(L, 1); /* value */
+		int kt = lua_type(L, -1), rank = canon_rank(kt);
+		if (!rank) luaL_error(L, "canon: a table key of type %s cannot be ordered", lua_typename(L, kt));
+		if (n == cap) {
+			struct canon_key *grown = lua_newuserdatauv(L, 2 * (size_t)cap * sizeof *keys, 0);
+			memcpy(grown, keys, (size_t)n * sizeof *keys);
+			lua_replace(L, keys_slot);
+			keys = grown;
+			cap *= 2;
+		}
+		luaL_checkstack(L, 3, "canon: too many keys");
+		lua_pushvalue(L, -1);
+		lua_insert(L, -2); /* the copy stays below the key lua_next continues from */
+		struct canon_key *k = &keys[n++];
+		memset(k, 0, sizeof *k);
+		k->type = rank;
+		k->slot = lua_gettop(L) - 1;
+		if (kt == LUA_TSTRING) k->s = lua_tolstring(L, k->slot, &k->len);
+		else if (kt == LUA_TBOOLEAN) k->b = lua_toboolean(L, k->slot);
+		else if ((k->isint = lua_isinteger(L, k->slot))) k->i = lua_tointeger(L, k->slot);
+		else k->n = lua_tonumber(L, k->slot);
+	}
+	qsort(keys, (size_t)n, sizeof *keys, canon_key_cmp);
+	canon_add(L, b, "{", 1);
+	for (int i = 0; i < n; i++) {
+		if (i) canon_add(L, b, ",", 1);
+		int slot = keys[i].slot;
+		canon_into(L, b, slot, depth + 1);
+		canon_add(L, b, ":", 1);
+		lua_pushvalue(L, slot);
+		lua_rawget(L, idx);
+		canon_into(L, b, -1, depth + 1);
+		lua_pop(L, 1);
+	}
+	canon_add(L, b, "}", 1);
+	lua_settop(L, base);
+}
+
+/* text = encoding.canon(value) */
+static int l_canon(lua_State *L)
+{
+	luaL_checkany(L, 1);
+	lua_settop(L, 1);
+	struct canon_buf b = {.slot = 2, .cap = 1024};
+	b.p = lua_newuserdatauv(L, b.cap, 0);
+	canon_into(L, &b, 1, 0);
+	lua_pushlstring(L, b.p, b.len);
+	return 1;
+}
+
 int luaopen_moonadm_encoding(lua_State *L)
 {
 	static const luaL_Reg fns[] = {
-		{"base64_encode", l_base64_encode}, {"base64_decode", l_base64_decode}, {"sha256_hex", l_sha256_hex}, {"json_rewrite", l_json_rewrite}, {NULL, NULL}};
+		{"base64_encode", l_base64_encode}, {"base64_decode", l_base64_decode}, {"sha256_hex", l_sha256_hex},
+		{"json_rewrite", l_json_rewrite},   {"canon", l_canon},                 {NULL, NULL}};
 	luaL_newlib(L, fns);
 	return 1;
 }

@@ -69,6 +69,9 @@ static int l_write(lua_State *L)
 	mode_t mode = checkmode(L, 3, 0644);
 	int changed = 0;
 	ma_err e;
+	/* a full group commits before this write, through the pre-commit hook like every commit */
+	if (ma_fs_group_active() && ma_fs_group_full() && !ma_fs_group_pending(root(L), path))
+		ma_commit_or_raise(L);
 	if (ma_fs_write(root(L), path, data, len, mode, &changed, &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -286,8 +289,33 @@ static int l_group_begin(lua_State *L)
 	return 1;
 }
 
+/* pending(path): is this file written by the group and not yet committed? */
+static int l_pending(lua_State *L)
+{
+	lua_pushboolean(L, ma_fs_group_pending(root(L), luaL_checkstring(L, 1)));
+	return 1;
+}
+
+/* on_commit(fn | nil): fn runs before every commit of a non-empty group (bindings/commit.c). */
+static int l_on_commit(lua_State *L)
+{
+	if (!lua_isnoneornil(L, 1))
+		luaL_checktype(L, 1, LUA_TFUNCTION);
+	lua_settop(L, 1);
+	lua_setfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY);
+	return 0;
+}
+
+static int precommit_err(lua_State *L)
+{
+	lua_pushnil(L);
+	lua_insert(L, -2);
+	return 2;
+}
+
 static int l_commit(lua_State *L)
 {
+	if (ma_precommit(L)) return precommit_err(L);
 	ma_err e = {0};
 	if (ma_fs_group_commit(&e)) return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -297,6 +325,10 @@ static int l_commit(lua_State *L)
 static int l_group_end(lua_State *L)
 {
 	ma_err e = {0};
+	if (ma_precommit(L)) {
+		(void)ma_fs_group_end(&e); /* the group ends either way; the hook's error is the one told */
+		return precommit_err(L);
+	}
 	if (ma_fs_group_end(&e)) return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
 	return 1;
@@ -326,11 +358,12 @@ int luaopen_moonadm_fs(lua_State *L)
 				       {"copy", l_copy},         {"list", l_list},     {"stat", l_stat},
 				       {"lock", l_lock},         {"clean_temps", l_clean_temps},
 				       {"group_begin", l_group_begin}, {"commit", l_commit}, {"group_end", l_group_end},
+				       {"pending", l_pending},   {"on_commit", l_on_commit},
 				       {NULL, NULL}};
 	luaL_newlib(L, fns);
 	/* the operations that see pending writes themselves; every other one commits the group first */
 	static const char *const sees_pending[] = {"root", "path", "write", "read", "exists", "mkdir",
-						   "group_begin", "commit", "group_end", NULL};
+						   "group_begin", "commit", "group_end", "pending", "on_commit", NULL};
 	ma_guard_table(L, -1, NULL, sees_pending);
 	return 1;
 }

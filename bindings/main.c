@@ -256,6 +256,10 @@ int main(int argc, char **argv)
 	} else {
 		rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
 	}
+	if (ma_precommit(L)) {
+		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", lua_tostring(L, -1));
+		rc = 1;
+	}
 	ma_err e = {0};
 	if (ma_fs_group_end(&e)) { /* a run's last pending writes (the runner ends its group itself) */
 		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", e.msg);

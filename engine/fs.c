@@ -168,6 +168,23 @@ int ma_fs_group_active(void)
 	return group_on;
 }
 
+size_t ma_fs_group_size(void)
+{
+	return npend;
+}
+
+int ma_fs_group_full(void)
+{
+	return npend == GROUP_MAX;
+}
+
+int ma_fs_group_pending(const char *root, const char *path)
+{
+	char host[MA_PATH_MAX];
+	ma_err e;
+	return ma_fs_resolve(root, path, host, sizeof host, &e) == 0 && pending_find(host) != NULL;
+}
+
 static void dir_of(const char *host, char *dir, size_t n)
 {
 	snprintf(dir, n, "%s", host);

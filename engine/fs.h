@@ -31,6 +31,11 @@ int ma_fs_write(const char *root, const char *path, const void *data, size_t len
 void ma_fs_group_begin(void);
 int ma_fs_group_active(void);
 int ma_fs_group_commit(ma_err *e);
+/* Files waiting for the commit, and whether this path is one of them. A write that finds the group
+ * full (ma_fs_group_full) commits it first. */
+size_t ma_fs_group_size(void);
+int ma_fs_group_full(void);
+int ma_fs_group_pending(const char *root, const char *path);
 /* Commits and leaves group mode. */
 int ma_fs_group_end(ma_err *e);
 

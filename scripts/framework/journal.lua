@@ -2,8 +2,12 @@
 -- wrote (path -> sha256). `--resume` skips phases recorded with the same inputs, and preflight
 -- accepts a file whose content the journal records as this engine's own. It lives under the
 -- root, so each node (and each lab node) has its own, and is written atomically after each phase.
+--
+-- Inside a group commit (framework/runner.lua) the journal is the group's first file, so it is
+-- renamed ahead of the files it names. Once it waits in the group, later changes are not encoded
+-- and rewritten one by one: the pre-commit hook (fs.on_commit) writes its newest state once, just
+-- before the group lands.
 local cjson = require "cjson"
-local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local util = require "framework.util"
 local encoding = require "moonadm.encoding"
@@ -13,12 +17,24 @@ M.__index = M
 
 M.DIR = "/var/lib/moonadm/journal"
 
+-- Journals whose newest state waits for the next commit.
+local unsaved = {}
+
+local function save_unsaved()
+  for j in pairs(unsaved) do
+    unsaved[j] = nil
+    local ok, err = j:save()
+    if not ok then error(("journal %s: %s"):format(j.path, err), 0) end
+  end
+end
+
 function M.open(command)
   local self = setmetatable({ path = M.DIR .. "/" .. command .. ".json", command = command }, M)
   local text = fs.read(self.path)
   local ok, data = pcall(cjson.decode, text or "")
   self.data = (text and ok and type(data) == "table") and data or { version = 1, command = command, phases = {} }
   self.data.phases = self.data.phases or {}
+  fs.on_commit(save_unsaved)
   return self
 end
 
@@ -43,14 +59,24 @@ function M:done(path, digest)
 end
 
 function M:save()
+  unsaved[self] = nil
   local ok, err = fs.mkdir(M.DIR, "0700")
   if not ok then return nil, err end
   return fs.write(self.path, cjson.encode(self.data), "0600")
 end
 
+-- Saved now, or with the commit when an earlier save already waits in the group.
+function M:changed()
+  if fs.pending(self.path) then
+    unsaved[self] = true
+    return true
+  end
+  return self:save()
+end
+
 function M:record(path, digest, artifacts)
   self.data.phases[path] = { digest = digest, done = os.time(), artifacts = artifacts }
-  return self:save()
+  return self:changed()
 end
 
 -- Every file is recorded the moment it is written, before its phase ends: after a crash mid-phase
@@ -58,7 +84,7 @@ end
 function M:artifact(file, sum)
   self.data.written = self.data.written or {}
   self.data.written[file] = sum
-  return self:save()
+  return self:changed()
 end
 
 -- Does the journal record this file, with exactly this content, as written by one of our phases?
@@ -74,6 +100,7 @@ function M:owns(file, content)
 end
 
 function M:reset()
+  unsaved[self] = nil
   self.data.phases, self.data.written = {}, {}
   return fs.remove(self.path)
 end

@@ -1,26 +1,11 @@
 -- Small helpers shared by the scripts.
+local encoding = require "moonadm.encoding"
+
 local M = {}
 
--- A canonical text of a value (sorted keys), so equal data gives an equal digest.
-function M.canon(v)
-  local t = type(v)
-  if t == "table" then
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys, function(a, b)
-      if type(a) == type(b) then return a < b end
-      return type(a) < type(b)
-    end)
-    local parts = {}
-    for _, k in ipairs(keys) do parts[#parts + 1] = M.canon(k) .. ":" .. M.canon(v[k]) end
-    return "{" .. table.concat(parts, ",") .. "}"
-  elseif t == "string" then
-    return ("%q"):format(v)
-  elseif t == "function" or t == "userdata" or t == "thread" then
-    return t
-  end
-  return tostring(v)
-end
+-- A canonical text of a value (sorted keys), so equal data gives an equal digest: the journal's,
+-- taken of the whole configuration before every phase (bindings/lencoding.c, for speed).
+M.canon = encoding.canon
 
 function M.deepcopy(v)
   if type(v) ~= "table" then return v end

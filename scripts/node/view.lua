@@ -9,8 +9,10 @@
 --   advertise address and port of the local kube-apiserver manifest.
 local C = require "config.constants"
 local config = require "config"
-local kubeconfig = require "kube.kubeconfig"
-local wait = require "cluster.wait"
+local lazy = require "framework.lazy"
+-- what the node runs is read by reset and upgrade only: init and join do not load the API client
+local kubeconfig <const> = lazy.require "kube.kubeconfig"
+local wait <const> = lazy.require "cluster.wait"
 local log = require "framework.log"
 local mnet = require "moonadm.net"
 local net = require "config.net"
