@@ -31,5 +31,7 @@ EVP_PKEY *ma_pki_rsa_generate(unsigned bits, ma_err *e);
  * read without the decoders. */
 EVP_PKEY *ma_pki_legacy_copy(EVP_PKEY *k);
 EVP_PKEY *ma_pki_legacy_read_private(const ma_pem_block *b);
+EVP_PKEY *ma_pki_legacy_ec_generate(int nid);
+int ma_pki_legacy_is_private(const EVP_PKEY *k);
 
 #endif

@@ -89,8 +89,11 @@ ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e)
 	if (!alg || !*alg || !strcmp(alg, "RSA-2048")) return ma_pki_rsa_generate(2048, e);
 	else if (!strcmp(alg, "RSA-3072")) return ma_pki_rsa_generate(3072, e);
 	else if (!strcmp(alg, "RSA-4096")) return ma_pki_rsa_generate(4096, e);
-	else if (!strcmp(alg, "ECDSA-P256")) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-	else if (!strcmp(alg, "ECDSA-P384")) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
+	else if (!strcmp(alg, "ECDSA-P256")) {
+		if (!(k = ma_pki_legacy_ec_generate(NID_X9_62_prime256v1))) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	} else if (!strcmp(alg, "ECDSA-P384")) {
+		if (!(k = ma_pki_legacy_ec_generate(NID_secp384r1))) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
+	}
 	else {
 		ma_fail(e, "unknown encryption algorithm \"%s\": valid are RSA-2048, RSA-3072, RSA-4096, ECDSA-P256, "
 			   "ECDSA-P384", alg);
@@ -180,6 +183,8 @@ int ma_pki_key_bits(const ma_pki_key *k)
 
 int ma_pki_key_is_private(const ma_pki_key *k)
 {
+	int legacy = ma_pki_legacy_is_private(k);
+	if (legacy >= 0) return legacy;
 	BIGNUM *d = NULL;
 	const char *name = EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA ? OSSL_PKEY_PARAM_RSA_D : OSSL_PKEY_PARAM_PRIV_KEY;
 	int ok = EVP_PKEY_get_bn_param(k, name, &d) == 1;

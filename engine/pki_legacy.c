@@ -9,6 +9,7 @@
 #define OPENSSL_SUPPRESS_DEPRECATED /* EVP_PKEY_get1_RSA & co: deprecated in 3.0, still the fast path */
 #include "pki_int.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include <openssl/ec.h>
@@ -77,4 +78,66 @@ EVP_PKEY *ma_pki_legacy_read_private(const ma_pem_block *b)
 	BIO_free(bio);
 	ERR_clear_error();
 	return k;
+}
+
+/* An EC key generated as a legacy EC_KEY: the same generator (ossl_ec_key_gen, the library's
+ * DRBG) without the provider fetch and key-management context EVP_PKEY_Q_keygen builds per key,
+ * and a key the legacy paths above then take as it is. The curve's group is built once per
+ * process (about 0.3 M instructions each time otherwise) and copied into each key; the threads of
+ * ma_pki_genkeys_parallel only read it. */
+static EC_GROUP *p256, *p384;
+static pthread_once_t p256_once = PTHREAD_ONCE_INIT, p384_once = PTHREAD_ONCE_INIT;
+
+static void p256_init(void)
+{
+	p256 = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+	ERR_clear_error();
+}
+
+static void p384_init(void)
+{
+	p384 = EC_GROUP_new_by_curve_name(NID_secp384r1);
+	ERR_clear_error();
+}
+
+EVP_PKEY *ma_pki_legacy_ec_generate(int nid)
+{
+	const EC_GROUP *g = NULL;
+	if (nid == NID_X9_62_prime256v1) {
+		pthread_once(&p256_once, p256_init);
+		g = p256;
+	} else if (nid == NID_secp384r1) {
+		pthread_once(&p384_once, p384_init);
+		g = p384;
+	}
+	EC_KEY *ec = g ? EC_KEY_new() : NULL;
+	EVP_PKEY *k = NULL;
+	if (ec && EC_KEY_set_group(ec, g) == 1 && EC_KEY_generate_key(ec) == 1 && (k = EVP_PKEY_new()) &&
+	    EVP_PKEY_assign_EC_KEY(k, ec))
+		return k;
+	EVP_PKEY_free(k);
+	EC_KEY_free(ec);
+	ERR_clear_error();
+	return NULL;
+}
+
+/* Whether a legacy key holds its private half (1, 0), or -1 for a provider key: asking a provider
+ * key's parameters costs an export, a legacy key has the field. */
+int ma_pki_legacy_is_private(const EVP_PKEY *k)
+{
+	if (EVP_PKEY_get0_provider(k) != NULL) return -1;
+	switch (EVP_PKEY_get_base_id(k)) {
+	case EVP_PKEY_RSA: {
+		const RSA *r = EVP_PKEY_get0_RSA(k);
+		const BIGNUM *d = NULL;
+		if (!r) return -1;
+		RSA_get0_key(r, NULL, NULL, &d);
+		return d != NULL;
+	}
+	case EVP_PKEY_EC: {
+		const EC_KEY *ec = EVP_PKEY_get0_EC_KEY(k);
+		return ec ? EC_KEY_get0_private_key(ec) != NULL : -1;
+	}
+	}
+	return -1;
 }

@@ -1,6 +1,7 @@
 /* engine/pki: keys, PEM, CA/leaf, CSR, checks, pins, JWS, AES-GCM, random.
  * Known answers come from the kubeadm reference (JWS vectors) and from the
  * openssl CLI (pins, key checks, chain verification). */
+#define OPENSSL_SUPPRESS_DEPRECATED /* EC_KEY: a legacy public-only key, as engine/pki_legacy.c meets */
 #include "encoding.h"
 #include "pki.h"
 #include "t.h"
@@ -14,6 +15,7 @@
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
+#include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -187,6 +189,51 @@ static void test_rsa_keys_checked(void)
 		BN_free(bn_n), BN_free(bn_e), BN_clear_free(p), BN_clear_free(q);
 	}
 	for (size_t i = 0; i < n && k[0]; i++) ma_pki_key_free(k[i]);
+}
+
+/* Every ECDSA key (legacy EC_KEYs on a group built once, engine/pki_legacy.c): OpenSSL's key check
+ * and pairwise check pass, on the curve asked for, no two alike, SEC1 PEM, and the private half is
+ * seen where it is and not where it is not (a public key read back from its PEM). */
+static void test_ec_keys_checked(void)
+{
+	static const struct { const char *alg; const char *curve; } want[] = {
+		{"ECDSA-P256", "prime256v1"}, {"ECDSA-P256", "prime256v1"}, {"ECDSA-P384", "secp384r1"},
+		{"ECDSA-P256", "prime256v1"}, {"ECDSA-P384", "secp384r1"}};
+	enum { N = sizeof want / sizeof *want };
+	const char *algs[N];
+	ma_pki_key *k[N];
+	ma_err e = {0};
+	for (size_t i = 0; i < N; i++) algs[i] = want[i].alg;
+	CHECK(ma_pki_genkeys_parallel(algs, N, k, 0, &e) == 0, "%s", e.msg);
+	for (size_t i = 0; i < N && k[0]; i++) {
+		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, k[i], NULL);
+		CHECK(c && EVP_PKEY_check(c) == 1, "%s #%zu: OpenSSL's key check fails", algs[i], i);
+		CHECK(c && EVP_PKEY_pairwise_check(c) == 1, "%s #%zu: pairwise check fails", algs[i], i);
+		EVP_PKEY_CTX_free(c);
+		char curve[64] = "";
+		CHECK(EVP_PKEY_get_utf8_string_param(k[i], OSSL_PKEY_PARAM_GROUP_NAME, curve, sizeof curve, NULL) == 1 &&
+			      !strcmp(curve, want[i].curve), "%s: curve %s", algs[i], curve);
+		CHECK(ma_pki_key_is_private(k[i]), "%s: private half not seen", algs[i]);
+		for (size_t j = 0; j < i; j++) CHECK(!ma_pki_key_equal(k[i], k[j]), "keys %zu and %zu equal", i, j);
+		size_t len, plen;
+		char *pem = ma_pki_key_pem(k[i], &len, &e);
+		CHECK(pem && !strncmp(pem, "-----BEGIN EC PRIVATE KEY-----\n", 31), "%s: SEC1 PEM", algs[i]);
+		char *pub = ma_pki_pubkey_pem(k[i], &plen, &e);
+		ma_pki_key *back = pub ? ma_pki_pubkey_read(pub, plen, &e) : NULL;
+		CHECK(back && !ma_pki_key_is_private(back), "%s: a public key seen as private", algs[i]);
+		ma_pki_key_free(back);
+		free(pub);
+		/* the same, as a legacy EC_KEY without its private half */
+		EC_KEY *ec = EC_KEY_dup(EVP_PKEY_get0_EC_KEY(k[i]));
+		EVP_PKEY *lpub = EVP_PKEY_new();
+		if (ec) EC_KEY_set_private_key(ec, NULL); /* clears it, and says 0 by design */
+		CHECK(ec && lpub && !EC_KEY_get0_private_key(ec) && EVP_PKEY_assign_EC_KEY(lpub, ec) == 1,
+		      "%s: legacy public copy", algs[i]);
+		CHECK(!ma_pki_key_is_private(lpub), "%s: a legacy public key seen as private", algs[i]);
+		EVP_PKEY_free(lpub);
+		ma_pki_secret_free(pem, len);
+	}
+	for (size_t i = 0; i < N && k[0]; i++) ma_pki_key_free(k[i]);
 }
 
 static void test_keygen_parallel(void)
@@ -738,6 +785,7 @@ int main(void)
 	if (!mkdtemp(dir)) return 2;
 	setup_chain();
 	RUN(test_keygen_algorithms);
+	RUN(test_ec_keys_checked);
 	RUN(test_keygen_parallel);
 	RUN(test_rsa_keys_checked);
 	RUN(test_pem_roundtrip);
