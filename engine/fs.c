@@ -615,10 +615,10 @@ int ma_fs_lock(const char *root, const char *path, int *fd_out, long *holder, ma
 		int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
 		if (ftruncate(fd, 0) != 0)
 			return lock_fail(fd, errno, e, "truncate lock file", host);
+		/* Not fsync'd: the pid is for a contender to read now, through the page cache; after a crash
+		 * the flock is gone with its holder and the pid means nothing (a disk flush on every run). */
 		if (pwrite(fd, pid, (size_t)len, 0) != len)
 			return lock_fail(fd, errno ? errno : EIO, e, "write pid into lock file", host);
-		if (fsync(fd) != 0)
-			return lock_fail(fd, errno, e, "fsync lock file", host);
 		*fd_out = fd;
 		return 0;
 	}

@@ -7,8 +7,9 @@
 -- renamed ahead of the files it names. Once it waits in the group, later changes are not encoded
 -- and rewritten one by one: the pre-commit hook (fs.on_commit) writes its newest state once, just
 -- before the group lands.
-local cjson = require "cjson"
 local fs = require "moonadm.fs"
+local lazy = require "framework.lazy"
+local cjson <const> = lazy.require "cjson" -- `phases CMD` reads flows without a journal
 local util = require "framework.util"
 local encoding = require "moonadm.encoding"
 

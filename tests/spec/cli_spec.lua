@@ -28,6 +28,7 @@ describe("moonadm CLI", function()
     end
     assert.same({ curl = false, cjson = false }, opened { "version" })
     assert.same({ curl = false, cjson = false }, opened { "config", "print", "init-defaults" })
+    assert.same({ curl = false, cjson = false }, opened { "phases", "init" })
     assert.same({ curl = false, cjson = true }, opened { "version", "-o", "json" })
   end)
 

@@ -1,8 +1,9 @@
 -- The resolved flow as rows (phase, status, gate, requires, provides, journal state) and its
 -- renderings for `moonadm phases CMD --format text|json|dot|mermaid`. docs/phases.md and the
 -- graphs in docs/ are rendered from here (a spec keeps them current).
-local cjson = require "cjson"
+local lazy = require "framework.lazy"
 local runner = require "framework.runner"
+local cjson <const> = lazy.require "cjson" -- --format json only
 
 local M = {}
 

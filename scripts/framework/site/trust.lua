@@ -8,7 +8,10 @@ local log = require "framework.log"
 local M = {}
 
 -- The invoking user: the real uid of this process (/proc/self/status), and under sudo SUDO_UID.
+-- Read once per process (a run asks for every site file and for the node's tree).
+local users_memo
 function M.users()
+  if users_memo then return users_memo end
   local ok = { [0] = true }
   local f = io.open("/proc/self/status", "r")
   if f then
@@ -20,6 +23,7 @@ function M.users()
   end
   local sudo = tonumber(os.getenv("SUDO_UID") or "")
   if sudo then ok[sudo] = true end
+  users_memo = ok
   return ok
 end
 
