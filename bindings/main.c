@@ -16,12 +16,14 @@
 static const char *scripts_dir; /* --scripts DIR / MOONADM_SCRIPTS: wins over the embedded copy */
 static int insecure_scripts;    /* --insecure-scripts: a scripts dir others could change only warns */
 
+static int script_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, ((const struct ma_script *)elem)->name);
+}
+
 static const struct ma_script *find_embedded(const char *name)
 {
-	for (const struct ma_script *s = ma_scripts; s->name; s++)
-		if (strcmp(s->name, name) == 0)
-			return s;
-	return NULL;
+	return bsearch(name, ma_scripts, ma_scripts_count, sizeof *ma_scripts, script_cmp);
 }
 
 /* package.searchers entry: DIR/a/b.lua or DIR/a/b/init.lua, then the embedded copy. */

@@ -12,6 +12,7 @@ struct ma_script {
 	size_t code_len;
 };
 
-extern const struct ma_script ma_scripts[]; /* ends with a NULL name */
+extern const struct ma_script ma_scripts[]; /* sorted by name (strcmp), ends with a NULL name */
+extern const size_t ma_scripts_count;      /* entries before the NULL one */
 
 #endif

@@ -64,6 +64,11 @@ static void print_bytes(const char *tag, int i, const struct buf *b)
 	printf("0};\n");
 }
 
+static int by_name(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b); /* the name is each entry's first member */
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -109,17 +114,31 @@ int main(int argc, char **argv)
 		free(src.p), free(code.p);
 	}
 	lua_close(L);
-	printf("const struct ma_script ma_scripts[] = {\n");
+	/* sorted by module name: the host finds a module by binary search (bindings/main.c) */
+	struct entry { char name[512]; const char *rel; int i; } *ents = calloc((size_t)argc * 2, sizeof *ents);
+	size_t n = 0;
+	if (!ents) {
+		fprintf(stderr, "embed: out of memory\n");
+		return 1;
+	}
 	for (int i = 2; i < argc; i++) {
 		const char *rel = argv[i];
 		if (strncmp(rel, prefix, plen) == 0 && rel[plen] == '/')
 			rel += plen + 1;
-		char name[512];
 		/* a/init.lua is both module "a.init" and package "a", as with Lua's own path search */
 		for (int pkg = 0; pkg < 2; pkg++)
-			if (module_name(rel, name, sizeof name, pkg))
-				printf("\t{\"%s\", \"%s\", s%d, sizeof s%d - 1, b%d, sizeof b%d - 1},\n", name, rel, i, i, i, i);
+			if (module_name(rel, ents[n].name, sizeof ents[n].name, pkg)) {
+				ents[n].rel = rel;
+				ents[n].i = i;
+				n++;
+			}
 	}
-	printf("\t{NULL, NULL, NULL, 0, NULL, 0}\n};\n");
+	qsort(ents, n, sizeof *ents, by_name);
+	printf("const struct ma_script ma_scripts[] = {\n");
+	for (size_t k = 0; k < n; k++)
+		printf("\t{\"%s\", \"%s\", s%d, sizeof s%d - 1, b%d, sizeof b%d - 1},\n", ents[k].name, ents[k].rel,
+		       ents[k].i, ents[k].i, ents[k].i, ents[k].i);
+	free(ents);
+	printf("\t{NULL, NULL, NULL, 0, NULL, 0}\n};\nconst size_t ma_scripts_count = %zu;\n", n);
 	return 0;
 }
