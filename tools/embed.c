@@ -55,10 +55,14 @@ static int writer(lua_State *L, const void *p, size_t n, void *ud)
 	return 0;
 }
 
-/* One array, NUL-terminated (the source is a C string too). */
+/* One array, NUL-terminated (the source is a C string too). The bytecode arrays share one section
+ * and the sources another: what `require` reads sits together in the binary, and the sources (read
+ * only by `scripts export`) are not paged in around it (the kernel maps file pages 64 KiB at a time:
+ * interleaved, a run paged in most of both). */
 static void print_bytes(const char *tag, int i, const struct buf *b)
 {
-	printf("static const unsigned char %s%d[] = {", tag, i);
+	printf("static const unsigned char %s%d[] __attribute__((section(\".rodata.moonadm_%s\"))) = {", tag, i,
+	       *tag == 'b' ? "code" : "src");
 	for (size_t k = 0; k < b->n; k++)
 		printf("%s%d,", (k % 24) ? "" : "\n", b->p[k]);
 	printf("0};\n");
