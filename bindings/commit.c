@@ -29,8 +29,8 @@ int ma_precommit(lua_State *L)
 
 void ma_commit_or_raise(lua_State *L)
 {
-	if (ma_precommit(L))
-		luaL_error(L, "making this run's file writes durable failed: %s", lua_tostring(L, -1));
+	if (ma_precommit(L)) /* the files stay pending: the group's end tries again, or drops them */
+		luaL_error(L, "making this run's file writes durable failed: %s", luaL_tolstring(L, -1, NULL));
 	ma_err e = {0};
 	if (ma_fs_group_commit(&e))
 		luaL_error(L, "making this run's file writes durable failed: %s", e.msg);

@@ -296,14 +296,20 @@ static int l_pending(lua_State *L)
 	return 1;
 }
 
-/* on_commit(fn | nil): fn runs before every commit of a non-empty group (bindings/commit.c). */
+/* on_commit(fn | nil [, first]): fn runs before every commit of a non-empty group
+ * (bindings/commit.c); the file `first` is renamed ahead of the others (engine/fs.h's lead). */
 static int l_on_commit(lua_State *L)
 {
 	if (!lua_isnoneornil(L, 1))
 		luaL_checktype(L, 1, LUA_TFUNCTION);
+	const char *first = luaL_optstring(L, 2, NULL);
+	ma_err e;
+	if (ma_fs_group_lead(root(L), first, &e))
+		return ma_push_err(L, &e);
 	lua_settop(L, 1);
 	lua_setfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY);
-	return 0;
+	lua_pushboolean(L, 1);
+	return 1;
 }
 
 static int precommit_err(lua_State *L)
@@ -325,8 +331,8 @@ static int l_commit(lua_State *L)
 static int l_group_end(lua_State *L)
 {
 	ma_err e = {0};
-	if (ma_precommit(L)) {
-		(void)ma_fs_group_end(&e); /* the group ends either way; the hook's error is the one told */
+	if (ma_precommit(L)) { /* what must land first could not be written: nothing lands */
+		ma_fs_group_abort();
 		return precommit_err(L);
 	}
 	if (ma_fs_group_end(&e)) return ma_push_err(L, &e);

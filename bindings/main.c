@@ -258,8 +258,10 @@ int main(int argc, char **argv)
 	} else {
 		rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
 	}
-	if (ma_precommit(L)) {
-		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", lua_tostring(L, -1));
+	if (ma_precommit(L)) { /* what must land first could not be written: nothing lands */
+		const char *msg = lua_tostring(L, -1);
+		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", msg ? msg : "(no message)");
+		ma_fs_group_abort();
 		rc = 1;
 	}
 	ma_err e = {0};

@@ -132,6 +132,7 @@ enum { GROUP_MAX = 128 }; /* fds held at once; a bigger group commits early */
 static struct pending *pend;
 static size_t npend;
 static int group_on;
+static char group_lead[MA_PATH_MAX]; /* renamed first when pending (ma_fs_group_lead) */
 
 /* A directory where a file of the group is pending (or under it) would fail that file's rename. */
 static int pending_blocks_dir(const char *host, ma_err *e)
@@ -185,6 +186,20 @@ int ma_fs_group_pending(const char *root, const char *path)
 	return ma_fs_resolve(root, path, host, sizeof host, &e) == 0 && pending_find(host) != NULL;
 }
 
+int ma_fs_group_lead(const char *root, const char *path, ma_err *e)
+{
+	group_lead[0] = '\0';
+	return path ? ma_fs_resolve(root, path, group_lead, sizeof group_lead, e) : 0;
+}
+
+void ma_fs_group_abort(void)
+{
+	for (size_t i = 0; i < npend; i++)
+		pending_drop(&pend[i]);
+	npend = 0;
+	group_on = 0;
+}
+
 static void dir_of(const char *host, char *dir, size_t n)
 {
 	snprintf(dir, n, "%s", host);
@@ -203,6 +218,14 @@ int ma_fs_group_commit(ma_err *e)
 		return 0;
 	size_t n = npend, i;
 	npend = 0; /* whatever happens below, nothing stays pending */
+	/* the lead file moves to the front, the others keep their order */
+	for (i = 1; group_lead[0] && i < n; i++)
+		if (!strcmp(pend[i].host, group_lead)) {
+			struct pending lead = pend[i];
+			memmove(&pend[1], &pend[0], i * sizeof *pend);
+			pend[0] = lead;
+			break;
+		}
 	/* start every file's writeback, then wait for each: the journal commits coalesce */
 	for (i = 0; i < n; i++)
 		(void)sync_file_range(pend[i].fd, 0, 0, SYNC_FILE_RANGE_WRITE);
@@ -214,7 +237,7 @@ int ma_fs_group_commit(ma_err *e)
 				pending_drop(&pend[k]);
 			return -1;
 		}
-	/* renames in the order of first write: the journal (written before the files it names) first */
+	/* renames in the order of first write, the lead first: the journal lands ahead of the files it names */
 	for (i = 0; i < n; i++) {
 		if (rename(pend[i].tmp, pend[i].host) != 0) {
 			int err = errno;

@@ -36,6 +36,12 @@ int ma_fs_group_commit(ma_err *e);
 size_t ma_fs_group_size(void);
 int ma_fs_group_full(void);
 int ma_fs_group_pending(const char *root, const char *path);
+/* The file renamed first by every commit it is part of, whenever it was first written (the journal,
+ * which must land ahead of the files it names); NULL path: none. */
+int ma_fs_group_lead(const char *root, const char *path, ma_err *e);
+/* Leaves group mode without landing anything: every pending temp file is removed (a run that cannot
+ * make its records durable must not make the files they name visible). */
+void ma_fs_group_abort(void);
 /* Commits and leaves group mode. */
 int ma_fs_group_end(ma_err *e);
 

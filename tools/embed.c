@@ -138,6 +138,11 @@ int main(int argc, char **argv)
 			}
 	}
 	qsort(ents, n, sizeof *ents, by_name);
+	for (size_t k = 1; k < n; k++)
+		if (!strcmp(ents[k - 1].name, ents[k].name)) {
+			fprintf(stderr, "embed: module %s is both %s and %s\n", ents[k].name, ents[k - 1].rel, ents[k].rel);
+			return 1;
+		}
 	printf("const struct ma_script ma_scripts[] = {\n");
 	for (size_t k = 0; k < n; k++)
 		printf("\t{\"%s\", \"%s\", s%d, sizeof s%d - 1, b%d, sizeof b%d - 1},\n", ents[k].name, ents[k].rel,

@@ -21,9 +21,10 @@ M.DIR = "/var/lib/moonadm/journal"
 -- Journals whose newest state waits for the next commit.
 local unsaved = {}
 
+-- The pre-commit hook. A journal that cannot be saved stays unsaved and fails the commit: the
+-- group's end then lands nothing rather than files the journal on disk does not name.
 local function save_unsaved()
   for j in pairs(unsaved) do
-    unsaved[j] = nil
     local ok, err = j:save()
     if not ok then error(("journal %s: %s"):format(j.path, err), 0) end
   end
@@ -35,7 +36,9 @@ function M.open(command)
   local ok, data = pcall(cjson.decode, text or "")
   self.data = (text and ok and type(data) == "table") and data or { version = 1, command = command, phases = {} }
   self.data.phases = self.data.phases or {}
-  fs.on_commit(save_unsaved)
+  -- renamed first in every commit, whenever it was first written in the group
+  local ok, err = fs.on_commit(save_unsaved, self.path)
+  if not ok then error(("journal %s: %s"):format(self.path, err), 0) end
   return self
 end
 
@@ -60,10 +63,11 @@ function M:done(path, digest)
 end
 
 function M:save()
-  unsaved[self] = nil
   local ok, err = fs.mkdir(M.DIR, "0700")
+  if ok then ok, err = fs.write(self.path, cjson.encode(self.data), "0600") end
   if not ok then return nil, err end
-  return fs.write(self.path, cjson.encode(self.data), "0600")
+  unsaved[self] = nil
+  return true
 end
 
 -- Saved now, or with the commit when an earlier save already waits in the group.

@@ -214,6 +214,7 @@ static void test_ec_keys_checked(void)
 		CHECK(EVP_PKEY_get_utf8_string_param(k[i], OSSL_PKEY_PARAM_GROUP_NAME, curve, sizeof curve, NULL) == 1 &&
 			      !strcmp(curve, want[i].curve), "%s: curve %s", algs[i], curve);
 		CHECK(ma_pki_key_is_private(k[i]), "%s: private half not seen", algs[i]);
+		CHECK(EVP_PKEY_get0_provider(k[i]) == NULL, "%s: not a legacy EC_KEY (the generic fallback ran)", algs[i]);
 		for (size_t j = 0; j < i; j++) CHECK(!ma_pki_key_equal(k[i], k[j]), "keys %zu and %zu equal", i, j);
 		size_t len, plen;
 		char *pem = ma_pki_key_pem(k[i], &len, &e);
@@ -227,8 +228,9 @@ static void test_ec_keys_checked(void)
 		EC_KEY *ec = EC_KEY_dup(EVP_PKEY_get0_EC_KEY(k[i]));
 		EVP_PKEY *lpub = EVP_PKEY_new();
 		if (ec) EC_KEY_set_private_key(ec, NULL); /* clears it, and says 0 by design */
-		CHECK(ec && lpub && !EC_KEY_get0_private_key(ec) && EVP_PKEY_assign_EC_KEY(lpub, ec) == 1,
-		      "%s: legacy public copy", algs[i]);
+		int assigned = ec && lpub && !EC_KEY_get0_private_key(ec) && EVP_PKEY_assign_EC_KEY(lpub, ec) == 1;
+		CHECK(assigned, "%s: legacy public copy", algs[i]);
+		if (!assigned) EC_KEY_free(ec);
 		CHECK(!ma_pki_key_is_private(lpub), "%s: a legacy public key seen as private", algs[i]);
 		EVP_PKEY_free(lpub);
 		ma_pki_secret_free(pem, len);
