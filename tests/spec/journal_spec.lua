@@ -159,100 +159,90 @@ describe("the journal in a group commit", function()
   end)
 end)
 
+-- The crash sweeps below run bin/moonadm-hooks (engine/testhooks.h): once with a hook log, to learn
+-- every file write (its rename), then killed right after each one in turn.
+local HOOKS = h.top .. "/bin/moonadm-hooks"
+local have_hooks = io.open(HOOKS, "r")
+if have_hooks then have_hooks:close() end
+
+-- run(env) -> exit code, output. Returns the hook log's write lines ({n, path}) of the clean run.
+local function writes_of(dir, run)
+  local code, out = run("MOONADM_HOOK_LOG=" .. h.q(dir .. "/hook.log"))
+  assert.equal(0, code, out)
+  local writes = {}
+  for line in io.lines(dir .. "/hook.log") do
+    local n, path = line:match("^write (%d+) (.+)$")
+    if n then writes[#writes + 1] = { n = tonumber(n), path = path } end
+  end
+  return writes
+end
+
+-- Kills the run after each of its n writes and checks that every file left under etc/ is one the
+-- journal on disk records with that content. Returns the count of files found after each kill.
+local function sweep(dir, run, command, n)
+  local found, saved_root = {}, fs.root()
+  for k = 1, n do
+    os.execute("rm -rf " .. h.q(dir .. "/root"))
+    assert.equal(137, (run("MOONADM_CRASH_AFTER=write:" .. k)))
+    fs.set_root(dir .. "/root")
+    local j = journal.open(command)
+    local p = io.popen("cd " .. h.q(dir .. "/root") .. " && find etc -type f ! -name '.*'")
+    found[k] = 0
+    for file in p:lines() do
+      local path = "/" .. file
+      found[k] = found[k] + 1
+      if not j:owns(path, h.read(dir .. "/root" .. path)) then
+        p:close()
+        fs.set_root(saved_root)
+        error(("crash after write %d: %s is not in the journal with its content"):format(k, path))
+      end
+    end
+    p:close()
+    fs.set_root(saved_root)
+  end
+  return found
+end
+
 describe("a run of more files than one commit holds, killed after any file write", function()
   -- tests/spec/fixtures/journal_writer.lua: 150 files through the journal (the group commits when
   -- it holds 128), then the file that opened the second commit rewritten, then the group's end.
-  local hooks = h.top .. "/bin/moonadm-hooks"
-  local f = io.open(hooks, "r")
-  if f then f:close() end
-
   it("leaves only files the journal on disk records with their content", function()
-    if not f then pending("bin/moonadm-hooks is missing (make test-hooks)") return end
+    if not have_hooks then pending("bin/moonadm-hooks is missing (make test-hooks)") return end
     local dir = h.tmpdir()
-    local writer = h.top .. "/tests/spec/fixtures/journal_writer.lua"
     local function run(env)
-      local _, _, code = os.execute(("env %s %s lua %s %s >%s/out 2>&1"):format(env, h.q(hooks), h.q(writer),
-        h.q(dir .. "/root"), h.q(dir)))
-      return code
+      local _, _, code = os.execute(("env %s %s lua %s %s >%s/out 2>&1"):format(env, h.q(HOOKS),
+        h.q(h.top .. "/tests/spec/fixtures/journal_writer.lua"), h.q(dir .. "/root"), h.q(dir)))
+      return code, h.read(dir .. "/out")
     end
-    assert.equal(0, run("MOONADM_HOOK_LOG=" .. h.q(dir .. "/hook.log")), h.read(dir .. "/out"))
-    local writes = 0
-    for line in io.lines(dir .. "/hook.log") do
-      local n = line:match("^write (%d+) ")
-      if n then writes = math.max(writes, tonumber(n)) end
-    end
-    assert.is_true(writes > 150)
-    local saved_root = fs.root()
-    for n = 1, writes do
-      os.execute("rm -rf " .. h.q(dir .. "/root"))
-      assert.equal(137, run("MOONADM_CRASH_AFTER=write:" .. n))
-      fs.set_root(dir .. "/root")
-      local j = journal.open("writer")
-      local p = io.popen("cd " .. h.q(dir .. "/root") .. " && find etc -type f ! -name '.*'")
-      for file in p:lines() do
-        local path = "/" .. file
-        local ok = j:owns(path, h.read(dir .. "/root" .. path))
-        if not ok then
-          fs.set_root(saved_root)
-          error(("crash after write %d: %s is not in the journal with its content"):format(n, path))
-        end
-      end
-      p:close()
-      fs.set_root(saved_root)
-    end
+    local writes = writes_of(dir, run)
+    assert.is_true(#writes > 150)
+    sweep(dir, run, "writer", #writes)
     h.rmrf(dir)
   end)
 end)
 
 describe("certs all killed after any file write", function()
-  local hooks = h.top .. "/bin/moonadm-hooks"
-  local f = io.open(hooks, "r")
-  if f then f:close() end
-
-  local function run(dir, env)
-    local cmd = ("env %s %s init phase certs all --root %s --config %s >%s/out 2>&1"):format(env, h.q(hooks),
-      h.q(dir .. "/root"), h.q(dir .. "/c.yaml"), h.q(dir))
-    local _, _, code = os.execute(cmd)
-    return code, h.read(dir .. "/out")
-  end
-
   it("leaves only files the journal on disk records as its own, and writes the journal once", function()
-    if not f then pending("bin/moonadm-hooks is missing (make test-hooks)") return end
+    if not have_hooks then pending("bin/moonadm-hooks is missing (make test-hooks)") return end
     local dir = h.tmpdir()
     h.write(dir .. "/c.yaml", ECDSA)
-    local code, out = run(dir, "MOONADM_HOOK_LOG=" .. h.q(dir .. "/hook.log"))
-    assert.equal(0, code, out)
-    local writes, journal_writes = 0, 0
-    for line in io.lines(dir .. "/hook.log") do
-      local n, path = line:match("^write (%d+) (.+)$")
-      if n then
-        writes = math.max(writes, tonumber(n))
-        if path:match("/var/lib/moonadm/journal/init%.json$") then
-          journal_writes = journal_writes + 1
-          assert.equal(1, tonumber(n), "the journal is renamed first")
-        end
+    local function run(env)
+      local _, _, code = os.execute(("env %s %s init phase certs all --root %s --config %s >%s/out 2>&1"):format(env,
+        h.q(HOOKS), h.q(dir .. "/root"), h.q(dir .. "/c.yaml"), h.q(dir)))
+      return code, h.read(dir .. "/out")
+    end
+    local writes = writes_of(dir, run)
+    local journal_writes = 0
+    for _, w in ipairs(writes) do
+      if w.path:match("/var/lib/moonadm/journal/init%.json$") then
+        journal_writes = journal_writes + 1
+        assert.equal(1, w.n, "the journal is renamed first")
       end
     end
     assert.equal(1, journal_writes, "one journal write for the run's one commit")
-    assert.is_true(writes > 20)
-    local saved_root = fs.root()
-    for n = 1, writes do
-      os.execute("rm -rf " .. h.q(dir .. "/root"))
-      code = run(dir, "MOONADM_CRASH_AFTER=write:" .. n)
-      assert.equal(137, code)
-      fs.set_root(dir .. "/root")
-      local j = journal.open("init")
-      local p = io.popen("cd " .. h.q(dir .. "/root") .. " && find etc -type f ! -name '.*'")
-      local found = 0
-      for file in p:lines() do
-        found = found + 1
-        local path = "/" .. file
-        assert.is_true(j:owns(path, h.read(dir .. "/root" .. path)), ("crash after write %d: %s is not in the journal"):format(n, path))
-      end
-      p:close()
-      fs.set_root(saved_root)
-      assert.equal(n - 1, found, "crash after write " .. n)
-    end
+    assert.is_true(#writes > 20)
+    local found = sweep(dir, run, "init", #writes)
+    for k = 1, #writes do assert.equal(k - 1, found[k], "files left by a kill after write " .. k) end
     h.rmrf(dir)
   end)
 end)
