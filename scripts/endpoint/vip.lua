@@ -272,7 +272,16 @@ function M.release_address(ctx)
   local addr = conf:match("virtual_ipaddress%s*{%s*([%x%.:]+)")
   if not ifname or not addr then return end
   local code, out = proc.run { argv = { "ip", "-o", "addr", "show", "dev", ifname } }
-  if code ~= 0 or not out:find(" " .. addr .. "/", 1, true) then return end
+  if code ~= 0 then
+    log.warn("[reset] Could not read the addresses of %s to remove the virtual IP %s: %s", ifname, addr, tostring(out))
+    return
+  end
+  if not out:find(" " .. addr .. "/", 1, true) then
+    -- keepalived gave it up before its pod stopped (a failed check, or a graceful stop), or
+    -- another node holds it
+    log.info("[reset] The virtual IP %s is not on %s: nothing to remove", addr, ifname)
+    return
+  end
   if ctx.dry_run then log.info("[reset] Would remove the virtual IP %s from %s", addr, ifname) return end
   local prefix = out:match(" " .. addr:gsub("%p", "%%%0") .. "/(%d+)") or "32"
   local dcode, dout = proc.run { argv = { "ip", "addr", "del", addr .. "/" .. prefix, "dev", ifname } }

@@ -220,7 +220,11 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
     local rcode, rtext = fixture.run_on(st, gone, { "moonadm", "reset", "-f" })
     assert.equal(0, rcode, rtext)
     assert.matches("Removed the control-plane endpoint's files", rtext, 1, true)
-    assert.matches("Removed the virtual IP " .. VIP, rtext, 1, true)
+    -- the VIP goes with the reset: taken off by the reset if keepalived still held it when its pod
+    -- was killed, or already given up by keepalived (its check fails once this node's etcd member is
+    -- removed, and a slow reset lets it reach FAULT first); either way the reset says which
+    assert.is_truthy(rtext:find("Removed the virtual IP " .. VIP, 1, true)
+      or rtext:find("The virtual IP " .. VIP .. " is not on eth0: nothing to remove", 1, true), rtext)
     for _, f in ipairs { "/etc/haproxy/haproxy.cfg", "/etc/haproxy/apiserver-reader.token", "/etc/keepalived/keepalived.conf",
       "/etc/kubernetes/manifests/haproxy.yaml", "/etc/kubernetes/manifests/keepalived.yaml" } do
       assert.is_nil(h.read(node(gone).root .. f), f)
