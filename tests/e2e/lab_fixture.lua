@@ -122,6 +122,17 @@ function M.wait_for(what, timeout, fn, interval)
   error(("timed out after %ds waiting for %s: %s"):format(timeout, what, tostring(last)))
 end
 
+-- Waits until the node's static pods run exactly the images want names (sorted, as running_images
+-- gives them): a component that lost its lease while the apiserver was down exits, and the stand-in
+-- restarts it after a back-off, so one look right after a restart may miss it.
+function M.wait_images(st, node, want, timeout)
+  local text = table.concat(want, " ")
+  M.wait_for(node .. " to run " .. text, timeout or 60, function()
+    local got = table.concat(M.running_images(st, node), " ")
+    return got == text, got
+  end)
+end
+
 -- As exec, with stdout and stderr as one text and the seconds it took: code, text, seconds.
 function M.run_on(st, node, argv)
   local t0 = os.time()

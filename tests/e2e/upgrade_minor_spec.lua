@@ -15,7 +15,6 @@ local LAB = { name = "e2emin", subnet = "10.253.21" }
 local FROM, TO = "v1.35.4", "v1.36.3"
 local KUBEADM_TO = h.top .. "/.lab/bin/" .. TO .. "/kubeadm"
 
-local function running_images(st) return fixture.running_images(st, "cp1") end
 
 describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control plane + 1 worker)", function()
   local st
@@ -56,8 +55,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
   end)
 
   it("a " .. TO .. " kube-apiserver that cannot start is rolled back to " .. FROM .. "; etcd stays upgraded, its data whole", function()
-    assert.same({ "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
-      "kube-scheduler:" .. FROM }, running_images(st))
+    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM })
     local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-rollback", "--from-literal=k=v" })
     assert.equal(0, rc, o)
     local root = st.nodes[1].root
@@ -79,8 +78,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.matches("etcd stays on its new image registry%.k8s%.io/etcd:3%.6%.8%-0", out)
     assert.matches('run "moonadm upgrade apply ' .. TO:gsub("%.", "%%.") .. '" again', out)
     assert.equal(before, h.read(manifest))
-    assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
-      "kube-scheduler:" .. FROM }, running_images(st))
+    fixture.wait_images(st, "cp1", { "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM })
     -- the old API server serves from the upgraded etcd, with what was written before
     rc, o = kubectl({ "version", "-o", "json" })
     assert.equal(0, rc, o)
@@ -94,8 +93,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
   end)
 
   it("apply on cp1 replaces etcd and every component by the new release's binaries", function()
-    assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
-      "kube-scheduler:" .. FROM }, running_images(st))
+    fixture.wait_images(st, "cp1", { "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM })
     -- /readyz polled every 0.25 s through the whole apply
     local stop = fixture.readyz_poller(st)
     local t0 = os.time()
@@ -113,8 +112,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.matches("kubernetesVersion: v1%.36%.3", cc)
     assert.is_nil(cc:find("ControlPlaneKubeletLocalMode", 1, true), cc)
     assert.is_true(ok_n > 0)
-    assert.same({ "etcd:3.6.8-0", "kube-apiserver:" .. TO, "kube-controller-manager:" .. TO, "kube-scheduler:" .. TO },
-      running_images(st))
+    fixture.wait_images(st, "cp1", { "etcd:3.6.8-0", "kube-apiserver:" .. TO, "kube-controller-manager:" .. TO, "kube-scheduler:" .. TO })
     local rc, v = kubectl({ "version", "-o", "json" })
     assert.equal(0, rc, v)
     assert.equal(TO, cjson.decode(v:match("{.*}")).serverVersion.gitVersion)

@@ -89,8 +89,13 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
       assert.is_true(running["keepalived-" .. cp], "keepalived-" .. cp .. " is not Running")
       assert.is_true(running["haproxy-" .. cp], "haproxy-" .. cp .. " is not Running")
     end
+    -- one control plane holds it: the init node's keepalived, alone when it became MASTER, unless its
+    -- check failed three times in a row while the others joined (a CPU-starved run) and it moved on
     holder_before = holder()
-    assert.equal("cp1", holder_before) -- the init node's keepalived was alone when it became MASTER; nopreempt keeps it
+    assert.is_not_nil(holder_before, "no control plane holds the VIP " .. VIP)
+    if holder_before ~= "cp1" then
+      io.stderr:write(("\n[figure] the VIP moved from cp1 to %s while the others joined\n"):format(holder_before))
+    end
   end)
 
   it("every haproxy's backend holds the three apiservers (its reader follows the EndpointSlice)", function()
