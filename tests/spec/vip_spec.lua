@@ -183,4 +183,42 @@ describe("the control-plane endpoint's virtual IP", function()
     assert.equal("! the operator's own keepalived\n", h.read(root .. render.KEEPALIVED_CONF))
     assert.is_false(vip.present(ctx))
   end)
+
+  -- `ip` itself is the lab's to run (tests/e2e/vip_spec.lua); here proc.run answers as `ip` would, and
+  -- what reset says and runs is checked for each state the interface can be in
+  it("reset takes the VIP off the interface it holds it on, and says so when it is not there", function()
+    local ctx = mkctx(root, "controlPlaneEndpoint: 192.0.2.2:8443\n", VIP)
+    vip.write_node(ctx, vip.init_settings(ctx), nil, true)
+    local log = require "framework.log"
+    local real_run, out, err = proc.run, log.out, log.err
+    local function sink(t) return { write = function(_, ...) for _, x in ipairs { ... } do t[#t + 1] = x end end, flush = function() end } end
+    local function reset_with(show_code, show_out, del_code)
+      local ran, printed = {}, {}
+      proc.run = function(o)
+        ran[#ran + 1] = table.concat(o.argv, " ")
+        if o.argv[2] == "-o" then return show_code, show_out end
+        return del_code, del_code == 0 and "" or "RTNETLINK answers: Operation not permitted"
+      end
+      log.out, log.err = sink(printed), sink(printed)
+      local ok, e = pcall(vip.release_address, ctx)
+      proc.run, log.out, log.err = real_run, out, err
+      assert(ok, e)
+      return ran, table.concat(printed)
+    end
+    local held = "7: eth7    inet 192.0.2.11/24 brd 192.0.2.255 scope global eth7\n" ..
+      "7: eth7    inet 192.0.2.2/32 scope global eth7\n"
+    local ran, said = reset_with(0, held, 0)
+    assert.same({ "ip -o addr show dev eth7", "ip addr del 192.0.2.2/32 dev eth7" }, ran)
+    assert.matches("Removed the virtual IP 192.0.2.2 from eth7", said, 1, true)
+    ran, said = reset_with(0, held, 2)
+    assert.equal(2, #ran)
+    assert.matches("Failed to remove the virtual IP 192.0.2.2 from eth7: RTNETLINK", said, 1, true)
+    -- 192.0.2.21 is another address, not the VIP
+    ran, said = reset_with(0, "7: eth7    inet 192.0.2.21/24 scope global eth7\n", 0)
+    assert.same({ "ip -o addr show dev eth7" }, ran)
+    assert.matches("The virtual IP 192.0.2.2 is not on eth7: nothing to remove", said, 1, true)
+    ran, said = reset_with(1, "Device \"eth7\" does not exist.", 0)
+    assert.same({ "ip -o addr show dev eth7" }, ran)
+    assert.matches("Could not read the addresses of eth7 to remove the virtual IP 192.0.2.2", said, 1, true)
+  end)
 end)
