@@ -19,6 +19,9 @@ void ma_commit_or_raise(lua_State *L);
 /* Runs the pre-commit hook (fs.on_commit) when files are pending: 0, or -1 with its error pushed. */
 #define MA_PRECOMMIT_KEY "moonadm.precommit"
 int ma_precommit(lua_State *L);
+/* Ends the group (engine/fs.h): the hook, then the commit; a failing hook drops every pending file.
+ * 0, or -1 with e set. */
+int ma_group_end(lua_State *L, ma_err *e);
 void ma_guard_table(lua_State *L, int idx, const char *const *only, const char *const *except);
 void ma_guard_stdlib(lua_State *L);
 

@@ -27,6 +27,18 @@ int ma_precommit(lua_State *L)
 	return rc == LUA_OK ? 0 : -1;
 }
 
+int ma_group_end(lua_State *L, ma_err *e)
+{
+	if (ma_precommit(L)) { /* what must land first could not be written: nothing lands */
+		const char *msg = lua_tostring(L, -1);
+		ma_fail(e, "%s", msg ? msg : "the pre-commit hook failed (its error is not a string)");
+		lua_pop(L, 1);
+		ma_fs_group_abort();
+		return -1;
+	}
+	return ma_fs_group_end(e);
+}
+
 void ma_commit_or_raise(lua_State *L)
 {
 	if (ma_precommit(L)) /* the files stay pending: the group's end tries again, or drops them */

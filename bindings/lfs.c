@@ -331,11 +331,7 @@ static int l_commit(lua_State *L)
 static int l_group_end(lua_State *L)
 {
 	ma_err e = {0};
-	if (ma_precommit(L)) { /* what must land first could not be written: nothing lands */
-		ma_fs_group_abort();
-		return precommit_err(L);
-	}
-	if (ma_fs_group_end(&e)) return ma_push_err(L, &e);
+	if (ma_group_end(L, &e)) return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
 	return 1;
 }

@@ -258,14 +258,8 @@ int main(int argc, char **argv)
 	} else {
 		rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;
 	}
-	if (ma_precommit(L)) { /* what must land first could not be written: nothing lands */
-		const char *msg = lua_tostring(L, -1);
-		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", msg ? msg : "(no message)");
-		ma_fs_group_abort();
-		rc = 1;
-	}
 	ma_err e = {0};
-	if (ma_fs_group_end(&e)) { /* a run's last pending writes (the runner ends its group itself) */
+	if (ma_group_end(L, &e)) { /* a run's last pending writes (the runner ends its group itself) */
 		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", e.msg);
 		rc = 1;
 	}

@@ -37,8 +37,8 @@ function M.open(command)
   self.data = (text and ok and type(data) == "table") and data or { version = 1, command = command, phases = {} }
   self.data.phases = self.data.phases or {}
   -- renamed first in every commit, whenever it was first written in the group
-  local ok, err = fs.on_commit(save_unsaved, self.path)
-  if not ok then error(("journal %s: %s"):format(self.path, err), 0) end
+  local hooked, err = fs.on_commit(save_unsaved, self.path)
+  if not hooked then error(("journal %s: %s"):format(self.path, err), 0) end
   return self
 end
 
