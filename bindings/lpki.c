@@ -245,7 +245,7 @@ static int l_generate_key(lua_State *L)
 	return 1;
 }
 
-/* generate_keys(algs [, nthreads]): independent keys on all cores. */
+/* generate_keys(algs [, nthreads]): independent keys on all cores (an RSA key's two primes on two). */
 static int l_generate_keys(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);

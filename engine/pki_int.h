@@ -24,6 +24,13 @@ char *ma_pki_bio_take(BIO *b, size_t *len, ma_err *e);
 
 /* A new RSA key of exactly `bits` bits, e = 65537 (engine/pki_rsa.c: nettle/GMP). */
 EVP_PKEY *ma_pki_rsa_generate(unsigned bits, ma_err *e);
+/* The same key in three steps, so its two primes can be searched on two threads at once:
+ * job_prime(j, 0) and job_prime(j, 1) may run concurrently; job_finish after both. */
+typedef struct ma_pki_rsa_job ma_pki_rsa_job;
+ma_pki_rsa_job *ma_pki_rsa_job_new(unsigned bits, ma_err *e);
+void ma_pki_rsa_job_prime(ma_pki_rsa_job *j, int which);
+EVP_PKEY *ma_pki_rsa_job_finish(ma_pki_rsa_job *j, ma_err *e);
+void ma_pki_rsa_job_free(ma_pki_rsa_job *j);
 
 /* engine/pki_legacy.c: OpenSSL 3.0's direct (legacy-structure) paths, NULL where they do not apply
  * and the caller takes the generic one. A legacy copy of an RSA or EC key (its public half is set

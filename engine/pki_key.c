@@ -83,12 +83,20 @@ static int nopass(char *buf, int size, int rw, void *u)
 	return -1; /* never prompt for a passphrase */
 }
 
+/* The modulus size of an RSA algorithm name, 0 for any other. */
+static unsigned rsa_bits(const char *alg)
+{
+	if (!alg || !*alg || !strcmp(alg, "RSA-2048")) return 2048;
+	if (!strcmp(alg, "RSA-3072")) return 3072;
+	if (!strcmp(alg, "RSA-4096")) return 4096;
+	return 0;
+}
+
 ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e)
 {
 	EVP_PKEY *k = NULL;
-	if (!alg || !*alg || !strcmp(alg, "RSA-2048")) return ma_pki_rsa_generate(2048, e);
-	else if (!strcmp(alg, "RSA-3072")) return ma_pki_rsa_generate(3072, e);
-	else if (!strcmp(alg, "RSA-4096")) return ma_pki_rsa_generate(4096, e);
+	unsigned bits = rsa_bits(alg);
+	if (bits) return ma_pki_rsa_generate(bits, e);
 	else if (!strcmp(alg, "ECDSA-P256")) {
 		if (!(k = ma_pki_legacy_ec_generate(NID_X9_62_prime256v1))) k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	} else if (!strcmp(alg, "ECDSA-P384")) {
@@ -103,26 +111,48 @@ ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e)
 	return k;
 }
 
+/* A batch is a list of tasks taken by the threads as they finish the last: an EC key is one task,
+ * an RSA key two (its primes, see ma_pki_rsa_job), and the thread that finds a key's second prime
+ * makes the key. */
+struct gentask {
+	size_t key;
+	int part; /* -1: the whole key; 0, 1: the RSA key's p, q */
+};
+
 struct genjob {
 	const char *const *algs;
 	ma_pki_key **out;
-	size_t n;
-	atomic_size_t next; /* next index to generate: threads take work as they finish */
+	ma_pki_rsa_job **rsa; /* per key: NULL but for RSA */
+	atomic_int *primes;   /* per key: primes found */
+	struct gentask *tasks;
+	size_t ntasks;
+	atomic_size_t next; /* next task to take */
 	atomic_int failed;
 	ma_err err;
 	pthread_mutex_t mu;
 };
 
+static void genfail(struct genjob *j, const ma_err *e)
+{
+	pthread_mutex_lock(&j->mu);
+	if (!atomic_exchange(&j->failed, 1)) j->err = *e;
+	pthread_mutex_unlock(&j->mu);
+}
+
 static void *genworker(void *arg)
 {
 	struct genjob *j = arg;
-	for (size_t i; !atomic_load(&j->failed) && (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+	for (size_t i; !atomic_load(&j->failed) && (i = atomic_fetch_add(&j->next, 1)) < j->ntasks;) {
+		const struct gentask *t = &j->tasks[i];
 		ma_err e;
-		if (!(j->out[i] = ma_pki_genkey(j->algs[i], &e))) {
-			pthread_mutex_lock(&j->mu);
-			if (!atomic_exchange(&j->failed, 1)) j->err = e;
-			pthread_mutex_unlock(&j->mu);
+		if (t->part < 0) {
+			if (!(j->out[t->key] = ma_pki_genkey(j->algs[t->key], &e))) genfail(j, &e);
+			continue;
 		}
+		ma_pki_rsa_job_prime(j->rsa[t->key], t->part);
+		if (atomic_fetch_add(&j->primes[t->key], 1) == 1 &&
+		    !(j->out[t->key] = ma_pki_rsa_job_finish(j->rsa[t->key], &e)))
+			genfail(j, &e);
 	}
 	return NULL;
 }
@@ -139,15 +169,34 @@ int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[
 			return -1;
 		}
 	}
+	struct genjob j = {.algs = algs, .out = out};
+	j.rsa = calloc(n ? n : 1, sizeof *j.rsa);
+	j.primes = calloc(n ? n : 1, sizeof *j.primes);
+	j.tasks = calloc(2 * n + 1, sizeof *j.tasks);
+	int rc = -1;
+	if (!j.rsa || !j.primes || !j.tasks) {
+		ma_fail(e, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned bits = rsa_bits(algs[i]);
+		atomic_init(&j.primes[i], 0);
+		if (!bits) {
+			j.tasks[j.ntasks++] = (struct gentask){i, -1};
+			continue;
+		}
+		if (!(j.rsa[i] = ma_pki_rsa_job_new(bits, e))) goto out;
+		j.tasks[j.ntasks++] = (struct gentask){i, 0};
+		j.tasks[j.ntasks++] = (struct gentask){i, 1};
+	}
 	if (nthreads <= 0) nthreads = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (nthreads < 1) nthreads = 1;
-	if ((size_t)nthreads > n) nthreads = (int)n;
-	struct genjob j = {.algs = algs, .out = out, .n = n};
+	if ((size_t)nthreads > j.ntasks) nthreads = (int)j.ntasks;
+	if (nthreads > 64) nthreads = 64;
 	atomic_init(&j.next, 0);
 	atomic_init(&j.failed, 0);
 	pthread_mutex_init(&j.mu, NULL);
 	pthread_t tid[64];
-	if (nthreads > 64) nthreads = 64;
 	int started = 0;
 	for (; started < nthreads - 1; started++)
 		if (pthread_create(&tid[started], NULL, genworker, &j)) break;
@@ -155,11 +204,17 @@ int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[
 	for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
 	pthread_mutex_destroy(&j.mu);
 	if (atomic_load(&j.failed)) {
-		for (size_t i = 0; i < n; i++) ma_pki_key_free(out[i]), out[i] = NULL;
 		if (e) *e = j.err;
-		return -1;
+		goto out;
 	}
-	return 0;
+	rc = 0;
+out:
+	for (size_t i = 0; j.rsa && i < n; i++) ma_pki_rsa_job_free(j.rsa[i]);
+	if (rc) for (size_t i = 0; i < n; i++) ma_pki_key_free(out[i]), out[i] = NULL;
+	free(j.rsa);
+	free(j.primes);
+	free(j.tasks);
+	return rc;
 }
 
 void ma_pki_key_free(ma_pki_key *k)
