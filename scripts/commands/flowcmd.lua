@@ -10,6 +10,7 @@ local journal_mod = require "framework.journal"
 local log = require "framework.log"
 local runner = require "framework.runner"
 local site = require "framework.site.load"
+local util = require "framework.util"
 local api = require "framework.site.api"
 local framework_flow = require "framework.flow"
 
@@ -48,7 +49,7 @@ local function phase_list(desc, flow_name, flow, ctx)
     rows[#rows + 1] = { left, r.desc or "", r.status == "gated" and ("(gated: " .. r.gate .. ")") or "" }
     width = math.max(width, #left)
   end
-  for _, r in ipairs(rows) do out[#out + 1] = (("%-" .. width .. "s  %s %s"):format(r[1], r[2], r[3])):gsub("%s+$", "") end
+  for _, r in ipairs(rows) do out[#out + 1] = util.rtrim(("%-" .. width .. "s  %s %s"):format(r[1], r[2], r[3])) end
   out[#out + 1] = "```"
   return table.concat(out, "\n")
 end

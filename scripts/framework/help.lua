@@ -2,6 +2,8 @@
 -- the description, "Usage:", "Examples:", "Available Commands:", "Flags:", "Global Flags:" and the
 -- closing "Use ... --help" line. A command is data (see framework/cli.lua): {path, short, long, example,
 -- args, flags, children, runnable}; nothing here reads a config or touches the node.
+local util = require "framework.util"
+
 local M = {}
 
 -- cobra's type words, as `kubeadm ... --help` shows them.
@@ -36,7 +38,7 @@ function M.flag_rows(spec)
     width = math.max(width, #left)
   end
   local out = {}
-  for _, r in ipairs(rows) do out[#out + 1] = (("  %-" .. width .. "s   %s"):format(r[1], r[2])):gsub("%s+$", "") end
+  for _, r in ipairs(rows) do out[#out + 1] = util.rtrim(("  %-" .. width .. "s   %s"):format(r[1], r[2])) end
   return table.concat(out, "\n")
 end
 
@@ -68,7 +70,7 @@ function M.render(cmd)
     local width = 0
     for _, c in ipairs(children) do width = math.max(width, #c.name) end
     width = math.max(width, 11)
-    for _, c in ipairs(children) do add((("  %-" .. width .. "s %s"):format(c.name, c.short or "")):gsub("%s+$", "")) end
+    for _, c in ipairs(children) do add(util.rtrim(("  %-" .. width .. "s %s"):format(c.name, c.short or ""))) end
   end
   local last = cmd.path:match("(%S+)$")
   local own, global_names = {}, {}

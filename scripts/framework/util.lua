@@ -27,6 +27,18 @@ function M.overlay(base, top, skip)
   return out
 end
 
+-- s without its trailing whitespace (%s). Not gsub("%s+$", ""): that retries a run of blanks from
+-- each of its positions, quadratic in a padded column, and every rendered table row has one.
+function M.rtrim(s)
+  local n = #s
+  while n > 0 do
+    local b = s:byte(n)
+    if b ~= 32 and (b < 9 or b > 13) then break end
+    n = n - 1
+  end
+  return s:sub(1, n)
+end
+
 function M.split(s, sep)
   local out = {}
   for item in (s .. sep):gmatch("(.-)" .. sep:gsub("%p", "%%%0")) do out[#out + 1] = item end

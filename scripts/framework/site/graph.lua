@@ -3,6 +3,7 @@
 -- graphs in docs/ are rendered from here (a spec keeps them current).
 local lazy = require "framework.lazy"
 local runner = require "framework.runner"
+local util = require "framework.util"
 local cjson <const> = lazy.require "cjson" -- --format json only
 
 local M = {}
@@ -60,7 +61,7 @@ function M.text(rows)
     local note = r.status == "run" and "" or (r.status == "gated" and ("[gated: " .. r.gate .. "]") or "[skipped]")
     if r.hidden then note = (note .. " [hidden]") end
     local j = r.jtext and (("%-" .. jwidth .. "s  "):format(r.jtext)) or ""
-    out[#out + 1] = (("%-" .. width .. "s  %s%s %s"):format(left, j, r.desc or "", note)):gsub("%s+$", "")
+    out[#out + 1] = util.rtrim(("%-" .. width .. "s  %s%s %s"):format(left, j, r.desc or "", note))
   end
   return table.concat(out, "\n")
 end

@@ -1,0 +1,12 @@
+-- framework.util's text helpers.
+local util = require "framework.util"
+
+describe("framework.util.rtrim", function()
+  it("drops trailing blanks of every kind and keeps the rest, inner padding included", function()
+    assert.equal("certs/ca                Generate the CA", util.rtrim("certs/ca                Generate the CA  \t\r\n\v\f"))
+    assert.equal("  indented", util.rtrim("  indented"))
+    assert.equal("", util.rtrim(" \t\n"))
+    assert.equal("", util.rtrim(""))
+    assert.equal("x\0", util.rtrim("x\0 ")) -- a NUL is not whitespace
+  end)
+end)
