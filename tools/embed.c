@@ -1,11 +1,13 @@
 /* Build tool: writes a C file that embeds the stock Lua scripts in the binary, each as its source
- * (for `scripts export`) and as Lua bytecode compiled here with its debug information (what
- * `require` loads: undumping is several times cheaper than parsing, and start-up is mostly that).
+ * (for `scripts export`) and as Lua bytecode compiled here with its line numbers but without its
+ * variable names (what `require` loads: undumping is several times cheaper than parsing, and
+ * start-up is mostly that).
  * usage: embed PREFIX FILE... ; a file PREFIX/a/b.lua becomes module "a.b",
  * PREFIX/a/init.lua becomes modules "a.init" and "a". */
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +55,122 @@ static int writer(lua_State *L, const void *p, size_t n, void *ud)
 	for (size_t i = 0; i < n; i++)
 		if (put(ud, ((const unsigned char *)p)[i])) return 1;
 	return 0;
+}
+
+/* Lua 5.4's bytecode with the local variables' and upvalues' names left out: each is a string the
+ * undump interns at every start-up (most of the debug information's cost), while the line numbers,
+ * which every traceback and error position uses, are kept. What goes: the "(local 'x')" of a
+ * runtime error message; `scripts export` and `--scripts DIR` load the text with everything.
+ * A reader of the format lua_dump writes (ldump.c, Lua 5.4): any surprise fails the build. */
+struct rd {
+	const unsigned char *p, *end;
+	int bad;
+};
+
+static const unsigned char *take(struct rd *r, size_t n)
+{
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return NULL;
+	}
+	const unsigned char *at = r->p;
+	r->p += n;
+	return at;
+}
+
+static int copy(struct rd *r, struct buf *o, size_t n)
+{
+	const unsigned char *at = take(r, n);
+	for (size_t i = 0; at && i < n; i++)
+		if (put(o, at[i])) return -1;
+	return at ? 0 : -1;
+}
+
+static int put_size(struct buf *o, size_t x)
+{
+	unsigned char tmp[16];
+	int n = 0;
+	do
+		tmp[n++] = x & 0x7f;
+	while ((x >>= 7) != 0 && n < 16);
+	tmp[0] |= 0x80; /* the last byte written carries the mark */
+	while (n > 0)
+		if (put(o, tmp[--n])) return -1;
+	return 0;
+}
+
+/* A size (7 bits a byte, most significant first, the last byte marked 0x80); copied when o. */
+static size_t get_size(struct rd *r, struct buf *o)
+{
+	size_t x = 0;
+	for (;;) {
+		const unsigned char *b = take(r, 1);
+		if (!b || x > (SIZE_MAX >> 7)) {
+			r->bad = 1;
+			return 0;
+		}
+		x = (x << 7) | (*b & 0x7f);
+		if (*b & 0x80) break;
+	}
+	if (o && put_size(o, x)) r->bad = 1;
+	return x;
+}
+
+static void get_string(struct rd *r, struct buf *o)
+{
+	size_t n = get_size(r, o);
+	if (n > 0) {
+		if (o) {
+			if (copy(r, o, n - 1)) r->bad = 1;
+		} else {
+			take(r, n - 1);
+		}
+	}
+}
+
+static void strip_function(struct rd *r, struct buf *o, int depth)
+{
+	if (depth > 200) r->bad = 1;
+	get_string(r, o); /* source */
+	get_size(r, o), get_size(r, o); /* linedefined, lastlinedefined */
+	if (copy(r, o, 3)) return; /* numparams, is_vararg, maxstacksize */
+	size_t n = get_size(r, o);
+	if (n > (size_t)(r->end - r->p) / 4 || copy(r, o, n * 4)) return r->bad = 1, (void)0; /* code */
+	n = get_size(r, o);
+	for (size_t i = 0; i < n && !r->bad; i++) { /* constants, by type tag (lobject.h's variants) */
+		const unsigned char *tt = take(r, 1);
+		if (!tt || put(o, *tt)) return r->bad = 1, (void)0;
+		switch (*tt) {
+		case 0x00: case 0x01: case 0x11: break;              /* nil, false, true */
+		case 0x03: case 0x13: copy(r, o, 8); break;           /* integer, float */
+		case 0x04: case 0x14: get_string(r, o); break;        /* short, long string */
+		default: r->bad = 1;
+		}
+	}
+	n = get_size(r, o);
+	if (n > (size_t)(r->end - r->p) / 3 || copy(r, o, n * 3)) return r->bad = 1, (void)0; /* upvalues */
+	n = get_size(r, o);
+	for (size_t i = 0; i < n && !r->bad; i++) strip_function(r, o, depth + 1);
+	n = get_size(r, o); /* line info: kept */
+	if (copy(r, o, n)) return;
+	n = get_size(r, o);
+	for (size_t i = 0; i < n && !r->bad; i++) get_size(r, o), get_size(r, o);
+	n = get_size(r, NULL); /* local variables: dropped */
+	for (size_t i = 0; i < n && !r->bad; i++) get_string(r, NULL), get_size(r, NULL), get_size(r, NULL);
+	n = get_size(r, NULL); /* upvalue names: dropped */
+	for (size_t i = 0; i < n && !r->bad; i++) get_string(r, NULL);
+	if (put_size(o, 0) || put_size(o, 0)) r->bad = 1;
+}
+
+static int strip_names(const struct buf *in, struct buf *o)
+{
+	/* "\x1bLua", version 5.4, format 0, LUAC_DATA, sizes of Instruction, lua_Integer, lua_Number */
+	static const unsigned char head[] = {0x1b, 'L', 'u', 'a', 0x54, 0, 0x19, 0x93, '\r', '\n', 0x1a, '\n', 4, 8, 8};
+	struct rd r = {in->p, in->p + in->n, 0};
+	if (in->n < sizeof head + 16 || memcmp(in->p, head, sizeof head)) return -1;
+	copy(&r, o, sizeof head + 16 + 1); /* + LUAC_INT, LUAC_NUM, the main function's upvalue count */
+	strip_function(&r, o, 0);
+	return r.bad || r.p != r.end ? -1 : 0;
 }
 
 /* One array, NUL-terminated (the source is a C string too). The bytecode arrays share one section
@@ -108,11 +226,18 @@ int main(int argc, char **argv)
 			fprintf(stderr, "embed: %s\n", lua_tostring(L, -1));
 			return 1;
 		}
-		if (lua_dump(L, writer, &code, 0) != 0) {
-			fprintf(stderr, "embed: %s: cannot dump the compiled chunk\n", argv[i]);
+		struct buf full = {0};
+		if (lua_dump(L, writer, &full, 0) != 0 || strip_names(&full, &code) != 0) {
+			fprintf(stderr, "embed: %s: cannot dump the compiled chunk (not Lua 5.4's format?)\n", argv[i]);
 			return 1;
 		}
 		lua_pop(L, 1);
+		if (luaL_loadbufferx(L, (const char *)code.p, code.n, chunk, "b") != LUA_OK) {
+			fprintf(stderr, "embed: %s: the stripped chunk does not load: %s\n", argv[i], lua_tostring(L, -1));
+			return 1;
+		}
+		lua_pop(L, 1);
+		free(full.p);
 		print_bytes("s", i, &src);
 		print_bytes("b", i, &code);
 		free(src.p), free(code.p);
