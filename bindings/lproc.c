@@ -127,7 +127,7 @@ static int l_wait(lua_State *L)
 {
 	int code = 0;
 	ma_err e;
-	int r = ma_proc_wait((pid_t)luaL_checkinteger(L, 1), lua_toboolean(L, 2), &code, &e);
+	int r = ma_proc_wait((pid_t)luaL_checkinteger(L, 1), lua_toboolean(L, 2), &code, NULL, &e);
 	if (r < 0)
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, r);
@@ -161,7 +161,9 @@ static int l_alive(lua_State *L)
 	return 1;
 }
 
-/* proc.run(spec) -> code, output | nil, err: spawn, wait, return everything it printed. */
+/* proc.run(spec) -> code, output | nil, err: spawn, wait, return everything it printed. With
+ * spec.cpu_time, a third result: the CPU seconds it used (user + system, with the descendants it
+ * waited for), as wait4 reports them. */
 static int l_run(lua_State *L)
 {
 	char tmpl[] = "/tmp/moonadm-run-XXXXXX";
@@ -176,7 +178,8 @@ static int l_run(lua_State *L)
 		return ma_push_err(L, &e);
 	}
 	int code = 0;
-	if (ma_proc_wait(pid, 0, &code, &e) < 0) {
+	double cpu_s = 0;
+	if (ma_proc_wait(pid, 0, &code, &cpu_s, &e) < 0) {
 		unlink(tmpl);
 		return ma_push_err(L, &e);
 	}
@@ -194,7 +197,10 @@ static int l_run(lua_State *L)
 	luaL_pushresult(&b);
 	lua_pushinteger(L, code);
 	lua_rotate(L, -2, 1); /* code, output */
-	return 2;
+	if (!bool_field(L, 1, "cpu_time"))
+		return 2;
+	lua_pushnumber(L, cpu_s);
+	return 3;
 }
 
 int luaopen_moonadm_proc(lua_State *L)

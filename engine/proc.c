@@ -10,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,12 +160,13 @@ int ma_proc_signal(pid_t pid, int sig, ma_err *e)
 	return 0;
 }
 
-int ma_proc_wait(pid_t pid, int nohang, int *code, ma_err *e)
+int ma_proc_wait(pid_t pid, int nohang, int *code, double *cpu_s, ma_err *e)
 {
 	int status;
 	pid_t r;
+	struct rusage ru;
 	do
-		r = waitpid(pid, &status, nohang ? WNOHANG : 0);
+		r = wait4(pid, &status, nohang ? WNOHANG : 0, &ru);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return ma_fail_errno(e, errno, "wait %d", (int)pid);
@@ -172,6 +174,9 @@ int ma_proc_wait(pid_t pid, int nohang, int *code, ma_err *e)
 		return 0;
 	if (code)
 		*code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	if (cpu_s)
+		*cpu_s = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+			 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	return 1;
 }
 

@@ -35,8 +35,9 @@ struct ma_spawn {
 int ma_proc_spawn(const struct ma_spawn *s, pid_t *pid, ma_err *e);
 int ma_proc_signal(pid_t pid, int sig, ma_err *e);
 /* Non-blocking when nohang: returns 1 and the exit status when the child ended, 0 when still
- * running. *code is the exit code, or 128+signal. */
-int ma_proc_wait(pid_t pid, int nohang, int *code, ma_err *e);
+ * running. *code is the exit code, or 128+signal; *cpu_s (when not NULL) the CPU seconds (user +
+ * system) the child and the descendants it waited for used. */
+int ma_proc_wait(pid_t pid, int nohang, int *code, double *cpu_s, ma_err *e);
 /* Reaps any one exited child: 1 with *pid and *code set, 0 when none has exited (or there are no
  * children at all: a PID 1 polls this), -1 on error. */
 int ma_proc_wait_any(int nohang, pid_t *pid, int *code, ma_err *e);

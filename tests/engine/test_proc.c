@@ -18,13 +18,28 @@ static void test_exit_code_and_log(void)
 	ma_err e;
 	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
 	int code = -1;
-	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 7, "exit code %d", code);
+	CHECK(ma_proc_wait(pid, 0, &code, NULL, &e) == 1 && code == 7, "exit code %d", code);
 	FILE *f = fopen(log, "r");
 	char buf[64] = {0};
 	CHECK(f && fread(buf, 1, sizeof buf - 1, f) > 0, "log readable");
 	if (f)
 		fclose(f);
 	CHECK_STR(buf, "to-log\nerr\n");
+}
+
+/* The CPU time wait4 reports: a child that spins for a while has used some, and its own child's
+ * (waited for by it) is counted in. */
+static void test_cpu_time(void)
+{
+	const char *argv[] = {"sh", "-c", "sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'", NULL};
+	struct ma_spawn s = {.argv = argv};
+	pid_t pid;
+	ma_err e;
+	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
+	int code = -1;
+	double cpu = -1;
+	CHECK(ma_proc_wait(pid, 0, &code, &cpu, &e) == 1 && code == 0, "exit code %d", code);
+	CHECK(cpu > 0.005 && cpu < 60, "cpu seconds %f", cpu);
 }
 
 static void test_signal_and_alive(void)
@@ -36,7 +51,7 @@ static void test_signal_and_alive(void)
 	int code = -1;
 	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
 	CHECK(ma_proc_alive(pid) == 1, "alive");
-	CHECK(ma_proc_wait(pid, 1, &code, &e) == 0, "still running");
+	CHECK(ma_proc_wait(pid, 1, &code, NULL, &e) == 0, "still running");
 	/* Signal `sleep`, not the child between fork and exec: under valgrind that window is long and
 	 * a TERM there ends the emulated child with status 0. */
 	char comm_path[64], comm[32] = "";
@@ -52,7 +67,7 @@ static void test_signal_and_alive(void)
 			usleep(10000);
 	}
 	CHECK(ma_proc_signal(pid, SIGTERM, &e) == 0, "%s", e.msg);
-	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 128 + SIGTERM, "killed by TERM: %d", code);
+	CHECK(ma_proc_wait(pid, 0, &code, NULL, &e) == 1 && code == 128 + SIGTERM, "killed by TERM: %d", code);
 	CHECK(ma_proc_alive(pid) == 0, "gone");
 }
 
@@ -81,7 +96,7 @@ static void test_exec_failure(void)
 	ma_err e;
 	int code = 0;
 	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
-	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 127, "exec failure exits 127: %d", code);
+	CHECK(ma_proc_wait(pid, 0, &code, NULL, &e) == 1 && code == 127, "exec failure exits 127: %d", code);
 	struct ma_spawn bad = {.argv = argv, .log = "/nonexistent/dir/log"};
 	CHECK(ma_proc_spawn(&bad, &pid, &e) == -1 && strstr(e.msg, "open log"), "%s", e.msg);
 }
@@ -107,7 +122,7 @@ static void test_private_mounts(void)
 	ma_err e;
 	int code = -1;
 	CHECK(ma_proc_spawn(&s, &pid, &e) == 0, "%s", e.msg);
-	CHECK(ma_proc_wait(pid, 0, &code, &e) == 1 && code == 0, "bind visible and read-only inside: %d", code);
+	CHECK(ma_proc_wait(pid, 0, &code, NULL, &e) == 1 && code == 0, "bind visible and read-only inside: %d", code);
 	snprintf(cmd, sizeof cmd, "test ! -e %s/f", dst);
 	CHECK(system(cmd) == 0, "nothing visible outside the namespace");
 }
@@ -118,6 +133,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	RUN(test_exit_code_and_log);
+	RUN(test_cpu_time);
 	RUN(test_signal_and_alive);
 	RUN(test_wait_any);
 	RUN(test_exec_failure);
