@@ -17,6 +17,7 @@
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -766,6 +767,11 @@ static void test_aead(void)
 static void test_random_and_hash(void)
 {
 	ma_err e = {0};
+	/* the engine's DRBG (engine/pki_misc.c): Hash_DRBG over SHA-256 at 256-bit strength */
+	EVP_RAND_CTX *drbg = RAND_get0_private(NULL);
+	CHECK(drbg && !strcmp(EVP_RAND_get0_name(EVP_RAND_CTX_get0_rand(drbg)), "HASH-DRBG") &&
+		      EVP_RAND_get_strength(drbg) == 256, "the private DRBG is %s",
+	      drbg ? EVP_RAND_get0_name(EVP_RAND_CTX_get0_rand(drbg)) : "missing");
 	char id[7], secret[17], id2[7];
 	CHECK(ma_pki_token_chars(id, 6, &e) == 0 && ma_pki_token_chars(secret, 16, &e) == 0, "%s", e.msg);
 	CHECK(strlen(id) == 6 && strlen(secret) == 16, "lengths");
