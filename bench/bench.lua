@@ -523,8 +523,16 @@ do
   end
   for _, r in ipairs(results.rows) do
     if r.id == "peak-rss" and r.ratio then target("<= 1/10 of kubeadm's peak memory", r.ratio >= 10, ("kubeadm/moonadm %.2f"):format(r.ratio)) end
+    -- the verdict on the raw median; beside it the time above the harness's own `lab exec` (lab.lua)
+    local function engine_detail(r)
+      local d = ("median %.0f ms"):format(r.moonadm.median * 1000)
+      if r.exec_floor then
+        d = d .. ("; %.0f ms above the lab exec floor of %.0f ms"):format((r.moonadm.median - r.exec_floor) * 1000, r.exec_floor * 1000)
+      end
+      return d
+    end
     if r.id == "init-engine-overhead" and r.moonadm.median then
-      target("engine time of a one-node init < 500 ms", r.moonadm.median < 0.5, ("median %.0f ms"):format(r.moonadm.median * 1000))
+      target("engine time of a one-node init < 500 ms", r.moonadm.median < 0.5, engine_detail(r))
     end
     if r.id == "reset-last-cp" and r.moonadm.median then
       target("reset of the last control plane < 2 s", r.moonadm.median < 2, ("median %.2f s"):format(r.moonadm.median))
@@ -533,7 +541,7 @@ do
       target("a worker join no slower than kubeadm's", r.ratio >= 1, ("kubeadm/moonadm %.2f"):format(r.ratio))
     end
     if r.id == "init-real-engine" and r.moonadm.median then
-      target("real kubelet: engine time of a one-node init < 500 ms", r.moonadm.median < 0.5, ("median %.0f ms"):format(r.moonadm.median * 1000))
+      target("real kubelet: engine time of a one-node init < 500 ms", r.moonadm.median < 0.5, engine_detail(r))
     end
     if r.id == "reset-real-last-cp" and r.moonadm.median then
       target("real kubelet: reset of the last control plane < 2 s", r.moonadm.median < 2, ("median %.2f s"):format(r.moonadm.median))

@@ -85,6 +85,27 @@ local function exec(name, node, argv, log)
   return code, out or "", core.monotonic() - t0
 end
 
+-- What every lab row pays before either tool runs: `lab exec` of `true` on the node, spawned the
+-- same way (the lab's state read, the node's namespaces entered, the process reaped). The engine
+-- rows carry its median (exec_floor) and the notes read them above it.
+local function exec_floor(name, node, reps)
+  local xs = {}
+  for _ = 1, reps or 11 do
+    local c, _, secs = exec(name, node, { "true" })
+    if c == 0 then xs[#xs + 1] = secs end
+  end
+  return xs
+end
+
+local function above_floor(r, floor)
+  local st = C.stats(floor)
+  if not st then return end
+  r.exec_floor = C.r4(st.median)
+  local m, k = r.moonadm.median, r.kubeadm.median
+  C.note("%s: above the lab exec floor (%.0f ms) moonadm %.0f ms%s", r.title, st.median * 1000,
+    (m and (m - st.median) or 0) * 1000, k and (", kubeadm %.0f ms"):format((k - st.median) * 1000) or "")
+end
+
 local function events(text)
   local evs = {}
   for l in text:gmatch("[^\n]+") do
@@ -238,6 +259,7 @@ function L.section_lab()
   end
 
   moon_reset() -- the lab's own init goes first
+  local floor = exec_floor(name, "cp1")
   for i = 1, INIT_REPS do
     C.say("one-node init %d/%d (load %s)", i, INIT_REPS, table.concat(C.loadavg(), " "))
     -- kubeadm init on the same node (preflight errors ignored: there is no container runtime here)
@@ -305,7 +327,9 @@ function L.section_lab()
     { note = "kubeadm with --ignore-preflight-errors=all (no container runtime in the lab); both on the same lab node, alternating" })
   samples_row("lab", "init-waiting", "one-node init, waiting for the components", m.wait, k.wait,
     { note = "moonadm: the wait-control-plane phase; kubeadm: its kubelet check + the slowest control-plane check" })
-  samples_row("lab", "init-engine-overhead", "one-node init, engine time (wall - waiting)", m.engine, k.engine)
+  samples_row("lab", "lab-exec-floor", "lab exec floor: true on cp1", floor, nil,
+    { note = "`moonadm lab exec cp1 -- true`, spawned as every lab row spawns its tool" })
+  above_floor(samples_row("lab", "init-engine-overhead", "one-node init, engine time (wall - waiting)", m.engine, k.engine), floor)
   samples_row("lab", "init-engine-no-preflight", "one-node init, engine time without preflight", m.engine_nopre, nil,
     { moonadm_preflight = m.preflight })
   samples_row("lab", "reset-last-cp", "reset of the last control plane", m.reset, k.reset,
@@ -471,6 +495,7 @@ function L.section_realnode()
   moon_reset("w1")
   moon_reset("cp1")
   cleanup_cp1()
+  local floor = exec_floor(name, "cp1")
   for i = 1, REPS do
     C.say("real-kubelet one-node init %d/%d (load %s)", i, REPS, table.concat(C.loadavg(), " "))
     local kc, kout, ksecs = exec(name, "cp1", { C.KUBEADM, "init", "--config", kcfg, "--upload-certs",
@@ -509,7 +534,8 @@ function L.section_realnode()
   samples_row("realnode", "init-real-wall", "real kubelet: one-node init, wall", m.wall, k.wall,
     { note = "lab --kubelet real; kubeadm with --ignore-preflight-errors=all, as the lab's own init ignores SystemVerification (cgroup v1)" })
   samples_row("realnode", "init-real-waiting", "real kubelet: one-node init, waiting", m.wait, k.wait)
-  samples_row("realnode", "init-real-engine", "real kubelet: one-node init, engine time", m.engine, k.engine)
+  samples_row("realnode", "realnode-exec-floor", "real kubelet: lab exec floor, true on cp1", floor, nil)
+  above_floor(samples_row("realnode", "init-real-engine", "real kubelet: one-node init, engine time", m.engine, k.engine), floor)
   samples_row("realnode", "reset-real-last-cp", "real kubelet: reset of the last control plane", m.reset, k.reset,
     { note = "both remove the static pods' containers through the CRI" })
 
