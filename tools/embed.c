@@ -78,12 +78,15 @@ static const unsigned char *take(struct rd *r, size_t n)
 	return at;
 }
 
-static int copy(struct rd *r, struct buf *o, size_t n)
+/* Copies n bytes; a short input (or no memory) marks the reader bad. */
+static void copy(struct rd *r, struct buf *o, size_t n)
 {
 	const unsigned char *at = take(r, n);
 	for (size_t i = 0; at && i < n; i++)
-		if (put(o, at[i])) return -1;
-	return at ? 0 : -1;
+		if (put(o, at[i])) {
+			r->bad = 1;
+			return;
+		}
 }
 
 static int put_size(struct buf *o, size_t x)
@@ -120,40 +123,42 @@ static void get_string(struct rd *r, struct buf *o)
 {
 	size_t n = get_size(r, o);
 	if (n > 0) {
-		if (o) {
-			if (copy(r, o, n - 1)) r->bad = 1;
-		} else {
-			take(r, n - 1);
-		}
+		if (o) copy(r, o, n - 1);
+		else take(r, n - 1);
 	}
 }
 
 static void strip_function(struct rd *r, struct buf *o, int depth)
 {
 	if (depth > 200) r->bad = 1;
-	get_string(r, o); /* source */
+	get_string(r, o);               /* source */
 	get_size(r, o), get_size(r, o); /* linedefined, lastlinedefined */
-	if (copy(r, o, 3)) return; /* numparams, is_vararg, maxstacksize */
-	size_t n = get_size(r, o);
-	if (n > (size_t)(r->end - r->p) / 4 || copy(r, o, n * 4)) return r->bad = 1, (void)0; /* code */
-	n = get_size(r, o);
-	for (size_t i = 0; i < n && !r->bad; i++) { /* constants, by type tag (lobject.h's variants) */
+	copy(r, o, 3);                  /* numparams, is_vararg, maxstacksize */
+	size_t n = get_size(r, o);      /* code: 4-byte instructions */
+	if (n > (size_t)(r->end - r->p) / 4) r->bad = 1;
+	copy(r, o, n * 4);
+	n = get_size(r, o); /* constants, by type tag (lobject.h's variants) */
+	for (size_t i = 0; i < n && !r->bad; i++) {
 		const unsigned char *tt = take(r, 1);
-		if (!tt || put(o, *tt)) return r->bad = 1, (void)0;
+		if (!tt || put(o, *tt)) {
+			r->bad = 1;
+			break;
+		}
 		switch (*tt) {
-		case 0x00: case 0x01: case 0x11: break;              /* nil, false, true */
-		case 0x03: case 0x13: copy(r, o, 8); break;           /* integer, float */
-		case 0x04: case 0x14: get_string(r, o); break;        /* short, long string */
+		case 0x00: case 0x01: case 0x11: break;    /* nil, false, true */
+		case 0x03: case 0x13: copy(r, o, 8); break; /* integer, float */
+		case 0x04: case 0x14: get_string(r, o); break; /* short, long string */
 		default: r->bad = 1;
 		}
 	}
-	n = get_size(r, o);
-	if (n > (size_t)(r->end - r->p) / 3 || copy(r, o, n * 3)) return r->bad = 1, (void)0; /* upvalues */
+	n = get_size(r, o); /* upvalues: instack, idx, kind */
+	if (n > (size_t)(r->end - r->p) / 3) r->bad = 1;
+	copy(r, o, n * 3);
 	n = get_size(r, o);
 	for (size_t i = 0; i < n && !r->bad; i++) strip_function(r, o, depth + 1);
 	n = get_size(r, o); /* line info: kept */
-	if (copy(r, o, n)) return;
-	n = get_size(r, o);
+	copy(r, o, n);
+	n = get_size(r, o); /* absolute line info: kept */
 	for (size_t i = 0; i < n && !r->bad; i++) get_size(r, o), get_size(r, o);
 	n = get_size(r, NULL); /* local variables: dropped */
 	for (size_t i = 0; i < n && !r->bad; i++) get_string(r, NULL), get_size(r, NULL), get_size(r, NULL);

@@ -9,4 +9,11 @@ describe("framework.util.rtrim", function()
     assert.equal("", util.rtrim(""))
     assert.equal("x\0", util.rtrim("x\0 ")) -- a NUL is not whitespace
   end)
+
+  it("names its file and line when it fails, from the embedded bytecode (tools/embed.c keeps line info)", function()
+    local ok, err = pcall(util.rtrim, nil)
+    assert.is_false(ok)
+    assert.matches("^scripts/framework/util%.lua:%d+: attempt to get length of a nil value", err)
+    assert.equal("@scripts/framework/util.lua", debug.getinfo(util.rtrim, "S").source)
+  end)
 end)
