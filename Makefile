@@ -14,7 +14,8 @@ PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CF
 LDLIBS     = $(eval LDLIBS := -Wl,--dynamic-list=bindings/lua_api.dyn -Wl,-Bstatic -lhogweed -lnettle -lgmp \
   $$(shell pkg-config --libs $(LINK_PKGS)) -Wl,-Bdynamic -pthread -lm -ldl)$(LDLIBS)
 # A rebuild relinks when Debian updates one of those archives (a libssl-dev security update).
-STATIC_ARCHIVES = $(wildcard $(addprefix $(dir $(shell $(CC) -print-file-name=libcrypto.a)),\
+# (Read with the rules, so before `make deps` on a bare machine: no compiler yet, no archives, no noise.)
+STATIC_ARCHIVES := $(wildcard $(addprefix $(dir $(shell $(CC) -print-file-name=libcrypto.a 2>/dev/null)),\
   libhogweed.a libnettle.a libgmp.a libcrypto.a liblua5.4.a libyaml.a))
 ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
 B       ?= build
@@ -67,7 +68,7 @@ $(B)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
 $(B)/libmoonadm.a: $(ENGINE_OBJ)
 	ar rcs $@ $^
 
-$(B)/embed: tools/embed.c
+$(B)/embed: tools/embed.c $(STATIC_ARCHIVES)
 	@mkdir -p $(B)
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDLIBS)
 
@@ -82,7 +83,7 @@ $(BIN): $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a bindings/lua_api.dyn 
 $(B)/scripts_embed.o: $(B)/scripts_embed.c
 	$(CC) $(ALL_CFLAGS) -Ibindings -c $< -o $@
 
-$(B)/tests/%: tests/engine/%.c $(B)/libmoonadm.a tests/engine/t.h
+$(B)/tests/%: tests/engine/%.c $(B)/libmoonadm.a tests/engine/t.h $(STATIC_ARCHIVES)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Iengine -o $@ $< $(B)/libmoonadm.a $(LDLIBS)
 

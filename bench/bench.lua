@@ -107,7 +107,7 @@ end
 
 -- The start-up rows: timed as a shell runs a command (fork, exec, wait4), with nothing between the
 -- harness and the tool (timed() adds /usr/bin/time's own fork and exec, and the rows that write
--- files a private mount namespace: the floor was 2.6 ms that way, 1.0 ms this way). CPU from wait4;
+-- files a private mount namespace: the floor was 2.6 ms that way, 0.8 ms this way). CPU from wait4;
 -- no RSS (a forked child counts its parent's pages until exec): one run through timed() after the
 -- reps gives it.
 local function timed_direct(argv, opts)

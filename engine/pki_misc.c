@@ -44,12 +44,16 @@ int ma_pki_random(void *buf, size_t n, ma_err *e)
 /* The process's DRBG: Hash_DRBG over SHA-256 (NIST SP 800-90A, 256-bit strength, as OpenSSL's
  * default CTR_DRBG over AES-256), chosen before the first random byte. Instantiating the default
  * fetches AES-256-CTR, and in OpenSSL 3.0 the first cipher fetch builds the methods of every cipher
- * the provider has: 2.8 M instructions, a fifth of `certs all` with ECDSA keys. A failure (out of
- * memory) leaves OpenSSL's default in place, which is as good; a [random] section of openssl.cnf,
- * read at OpenSSL's first use, still has the last word. */
+ * the provider has: 2.8 M instructions, a fifth of `certs all` with ECDSA keys. A [random] section of
+ * openssl.cnf, read at OpenSSL's first use, still has the last word. */
 __attribute__((constructor)) static void choose_drbg(void)
 {
-	if (!RAND_set_DRBG_type(NULL, "HASH-DRBG", NULL, NULL, "SHA256")) ERR_clear_error();
+	if (!RAND_set_DRBG_type(NULL, "HASH-DRBG", NULL, NULL, "SHA256")) {
+		/* out of memory part-way (the name set, the digest not): back to OpenSSL's default whole;
+		 * unsetting allocates nothing, so this cannot fail */
+		RAND_set_DRBG_type(NULL, NULL, NULL, NULL, NULL);
+		ERR_clear_error();
+	}
 }
 
 /* cluster-bootstrap's randBytes: bytes >= 252 are dropped so that mod 36 is uniform. */

@@ -16,6 +16,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/param_build.h>
@@ -25,6 +26,7 @@ enum { RSA_E = 65537 };
 
 struct rng {
 	int failed;
+	unsigned long why; /* OpenSSL's error code of the failure (its queue is the searching thread's) */
 	uint32_t filler;
 };
 
@@ -35,6 +37,10 @@ static void drbg(void *ctx, size_t len, uint8_t *dst)
 	while (len > 0) {
 		int n = len > (1 << 20) ? (1 << 20) : (int)len;
 		if (r->failed || RAND_priv_bytes(dst, n) != 1) {
+			if (!r->failed) {
+				r->why = ERR_peek_last_error();
+				ERR_clear_error(); /* this thread's queue: the key may be finished on another */
+			}
 			/* never the same bytes twice, so the prime search ends; the key is thrown away */
 			r->failed = 1;
 			for (size_t i = 0; i < len; i++) {
@@ -105,6 +111,10 @@ ma_pki_rsa_job *ma_pki_rsa_job_new(unsigned bits, ma_err *e)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_once(&once, gmp_wiping);
+	if (bits < 1024 || bits > 16384) {
+		ma_fail(e, "an RSA key of %u bits: moonadm makes 1024 to 16384", bits);
+		return NULL;
+	}
 	ma_pki_rsa_job *j = calloc(1, sizeof *j);
 	if (!j) {
 		ma_fail(e, "out of memory");
@@ -143,7 +153,10 @@ EVP_PKEY *ma_pki_rsa_job_finish(ma_pki_rsa_job *j, ma_err *e)
 	/* equal primes: one chance in about 2^1000, yet a key with p = q would be worthless */
 	while (!j->rng[0].failed && !j->rng[1].failed && !mpz_cmp(j->prime[0], j->prime[1])) ma_pki_rsa_job_prime(j, 1);
 	if (j->rng[0].failed || j->rng[1].failed) {
-		ma_pki_sslfail(e, "generating an RSA-%u key failed: the random generator failed", bits);
+		unsigned long why = j->rng[0].failed ? j->rng[0].why : j->rng[1].why;
+		const char *reason = why ? ERR_reason_error_string(why) : NULL;
+		ma_fail(e, "generating an RSA-%u key failed: the random generator failed%s%s", bits, reason ? ": " : "",
+			reason ? reason : "");
 		return NULL;
 	}
 	mpz_t n, ee, d, p1, q1, phi, a, b, c;

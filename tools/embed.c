@@ -1,5 +1,5 @@
 /* Build tool: writes a C file that embeds the stock Lua scripts in the binary, each as its source
- * (for `scripts export`) and as Lua bytecode compiled here with its line numbers but without its
+ * (for `scripts export`) and as Lua bytecode compiled here with its line numbers but without most
  * variable names (what `require` loads: undumping is several times cheaper than parsing, and
  * start-up is mostly that).
  * usage: embed PREFIX FILE... ; a file PREFIX/a/b.lua becomes module "a.b",
@@ -57,10 +57,11 @@ static int writer(lua_State *L, const void *p, size_t n, void *ud)
 	return 0;
 }
 
-/* Lua 5.4's bytecode with the local variables' and upvalues' names left out: each is a string the
- * undump interns at every start-up (most of the debug information's cost), while the line numbers,
- * which every traceback and error position uses, are kept. What goes: the "(local 'x')" of a
- * runtime error message; `scripts export` and `--scripts DIR` load the text with everything.
+/* Lua 5.4's bytecode with the local variables' names and the upvalues' names but _ENV left out: each
+ * is a string the undump interns at every start-up (most of the debug information's cost), while the
+ * line numbers, which every traceback and error position uses, are kept, and _ENV, by which an error
+ * says "global 'x'". What goes: an error's "(local 'x')", its "upvalue 'x'" (now '?'), and a
+ * traceback's "in local 'f'"; `scripts export` and `--scripts DIR` load the text with everything.
  * A reader of the format lua_dump writes (ldump.c, Lua 5.4): any surprise fails the build. */
 struct rd {
 	const unsigned char *p, *end;
@@ -162,9 +163,16 @@ static void strip_function(struct rd *r, struct buf *o, int depth)
 	for (size_t i = 0; i < n && !r->bad; i++) get_size(r, o), get_size(r, o);
 	n = get_size(r, NULL); /* local variables: dropped */
 	for (size_t i = 0; i < n && !r->bad; i++) get_string(r, NULL), get_size(r, NULL), get_size(r, NULL);
-	n = get_size(r, NULL); /* upvalue names: dropped */
-	for (size_t i = 0; i < n && !r->bad; i++) get_string(r, NULL);
-	if (put_size(o, 0) || put_size(o, 0)) r->bad = 1;
+	if (put_size(o, 0)) r->bad = 1;
+	n = get_size(r, o); /* upvalue names: _ENV kept (it makes "global 'x'" of an error), the others empty */
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		size_t len = get_size(r, NULL);
+		const unsigned char *name = len > 0 ? take(r, len - 1) : NULL;
+		int env = name && len - 1 == 4 && !memcmp(name, "_ENV", 4);
+		if (put_size(o, env ? len : 0)) r->bad = 1;
+		for (size_t k = 0; env && k < 4; k++)
+			if (put(o, name[k])) r->bad = 1;
+	}
 }
 
 static int strip_names(const struct buf *in, struct buf *o)

@@ -15,5 +15,7 @@ describe("framework.util.rtrim", function()
     assert.is_false(ok)
     assert.matches("^scripts/framework/util%.lua:%d+: attempt to get length of a nil value", err)
     assert.equal("@scripts/framework/util.lua", debug.getinfo(util.rtrim, "S").source)
+    -- _ENV keeps its name, by which an error says "global 'x'" rather than "field 'x'"
+    assert.equal("_ENV", (debug.getupvalue(util.contains, 1)))
   end)
 end)
