@@ -7,7 +7,7 @@ CFLAGS  ?= -O2 -g
 # pkg-config runs when a compile first needs it (not when make reads this file), so `make deps`,
 # `make demo` and `make test` work on a bare machine before pkg-config and the -dev packages exist.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
-# Every library but libc is linked statically (README, "Choices"): nettle/hogweed/GMP (RSA key
+# Every library but libc and libm is linked statically (README, "Choices"): nettle/hogweed/GMP (RSA key
 # generation, engine/pki_rsa.c), OpenSSL's libcrypto, Lua and libyaml. The loader then binds no symbol
 # of theirs at start-up (about 0.5 ms of every command) and no page of theirs is touched unless used.
 # The executable exports the Lua C API alone (bindings/lua_api.dyn) for the Lua modules it dlopens.

@@ -521,16 +521,16 @@ do
       end
     end
   end
+  -- the verdict on the raw median; beside it the time above the harness's own `lab exec` (lab.lua)
+  local function engine_detail(r)
+    local d = ("median %.0f ms"):format(r.moonadm.median * 1000)
+    if r.exec_floor then
+      d = d .. ("; %.0f ms above the lab exec floor of %.0f ms"):format((r.moonadm.median - r.exec_floor) * 1000, r.exec_floor * 1000)
+    end
+    return d
+  end
   for _, r in ipairs(results.rows) do
     if r.id == "peak-rss" and r.ratio then target("<= 1/10 of kubeadm's peak memory", r.ratio >= 10, ("kubeadm/moonadm %.2f"):format(r.ratio)) end
-    -- the verdict on the raw median; beside it the time above the harness's own `lab exec` (lab.lua)
-    local function engine_detail(r)
-      local d = ("median %.0f ms"):format(r.moonadm.median * 1000)
-      if r.exec_floor then
-        d = d .. ("; %.0f ms above the lab exec floor of %.0f ms"):format((r.moonadm.median - r.exec_floor) * 1000, r.exec_floor * 1000)
-      end
-      return d
-    end
     if r.id == "init-engine-overhead" and r.moonadm.median then
       target("engine time of a one-node init < 500 ms", r.moonadm.median < 0.5, engine_detail(r))
     end

@@ -2,7 +2,7 @@
  *
  * Why not OpenSSL: OpenSSL 3.0's prime search spends most of its time in a constant-time GCD
  * (BN_consttime_swap, BN_gcd); nettle's provable-prime generator on GMP finds an RSA-2048 key's primes
- * in about a fifth of the CPU time on the same machine (bench/: "key generation, one key").
+ * in about a fifth of the CPU time on the same machine (bench/: "limit: one RSA-2048 key, 1 core").
  * Everything after generation (PEM, signing, checks) stays OpenSSL's, and the randomness is
  * OpenSSL's DRBG (RAND_priv_bytes), so the keys come from the same source as before. */
 #include "pki_int.h"
@@ -98,7 +98,7 @@ static void gmp_wiping(void)
 
 /* One key as two independent prime searches, so a batch spreads over the cores by prime, not by
  * key: 5 keys on 2 cores are 10 searches of about equal cost, not 3 keys on one core and 2 on the
- * other, and a single key takes half the wall time. The primes are chosen as nettle's
+ * other, and a batch of one key waits for the slower search only (about 3/4 of both). The primes are chosen as nettle's
  * rsa_generate_keypair chooses them: nettle_random_prime with the two top bits set (so p*q has
  * exactly `bits` bits), gcd(p-1, e) = 1, p != q; d = e^-1 mod (p-1)(q-1). */
 struct ma_pki_rsa_job {
