@@ -7,16 +7,16 @@ CFLAGS  ?= -O2 -g
 # pkg-config runs when a compile first needs it (not when make reads this file), so `make deps`,
 # `make demo` and `make test` work on a bare machine before pkg-config and the -dev packages exist.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
-# Every library but libc and libm is linked statically (README, "Choices"): nettle/hogweed/GMP (RSA key
-# generation, engine/pki_rsa.c), OpenSSL's libcrypto, Lua and libyaml. The loader then binds no symbol
-# of theirs at start-up (about 0.5 ms of every command) and no page of theirs is touched unless used.
+# Every library but libc and libm is linked statically (README, "Choices"): GMP (RSA key generation,
+# engine/pki_rsa.c), nettle (SHA-256), OpenSSL's libcrypto, Lua and libyaml. The loader then binds no
+# symbol of theirs at start-up (about 0.5 ms of every command) and no page of theirs is touched unless used.
 # The executable exports the Lua C API alone (bindings/lua_api.dyn) for the Lua modules it dlopens.
-LDLIBS     = $(eval LDLIBS := -Wl,--dynamic-list=bindings/lua_api.dyn -Wl,-Bstatic -lhogweed -lnettle -lgmp \
+LDLIBS     = $(eval LDLIBS := -Wl,--dynamic-list=bindings/lua_api.dyn -Wl,-Bstatic -lnettle -lgmp \
   $$(shell pkg-config --libs $(LINK_PKGS)) -Wl,-Bdynamic -pthread -lm -ldl)$(LDLIBS)
 # A rebuild relinks when Debian updates one of those archives (a libssl-dev security update).
 # (Read with the rules, so before `make deps` on a bare machine: no compiler yet, no archives, no noise.)
 STATIC_ARCHIVES := $(wildcard $(addprefix $(dir $(shell $(CC) -print-file-name=libcrypto.a 2>/dev/null)),\
-  libhogweed.a libnettle.a libgmp.a libcrypto.a liblua5.4.a libyaml.a))
+  libnettle.a libgmp.a libcrypto.a liblua5.4.a libyaml.a))
 ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
 B       ?= build
 # Go for `make lab-bins`: the PATH's, else the official tarball's /usr/local/go (as .ci/run does).

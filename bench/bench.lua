@@ -318,7 +318,7 @@ local function section_limit()
     end
     local st = stats(xs)
     local r = value_row("limit", c.id, c.title, "s", st and r4(st.median), nil,
-      { library = "nettle/GMP (nettle_random_prime, one task per prime; ECDSA: OpenSSL)", reps = c.reps, min = st and r4(st.min),
+      { library = "engine/pki_rsa.c (sieve, OpenSSL Fermat test, GMP BPSW; one task per prime; ECDSA: OpenSSL)", reps = c.reps, min = st and r4(st.min),
         max = st and r4(st.max), load_start = load, cpus = core.ncpu() })
     if st then r.moonadm.min, r.moonadm.max, r.moonadm.n = r4(st.min), r4(st.max), st.n end
   end

@@ -1,8 +1,8 @@
--- The key-generation limit of this machine with the library moonadm uses (nettle/GMP behind
--- pki.generate_key): `moonadm lua bench/keygen_limit.lua ALG N THREADS` generates N keys, on one
--- thread (THREADS=1: one key at a time) or spread over THREADS (0 = every core, as `certs all`
--- does), and prints "seconds cpu_seconds" for the batch. No files, no Lua flow: the floor under
--- any phase that makes these keys.
+-- The key-generation limit of this machine with the generator moonadm uses (engine/pki_rsa.c's
+-- prime search behind pki.generate_key): `moonadm lua bench/keygen_limit.lua ALG N THREADS`
+-- generates N keys, on one thread (THREADS=1: one key at a time) or spread over THREADS (0 = every
+-- core, as `certs all` does), and prints "seconds cpu_seconds" for the batch. No files, no Lua
+-- flow: the floor under any phase that makes these keys.
 local core = require "moonadm.core"
 local pki = require "moonadm.pki"
 

@@ -22,7 +22,8 @@ int ma_pki_pem_next(const char *s, size_t len, size_t *pos, ma_pem_block *b, ma_
 /* Copies a memory BIO's contents into a NUL-terminated malloc'ed buffer. */
 char *ma_pki_bio_take(BIO *b, size_t *len, ma_err *e);
 
-/* A new RSA key of exactly `bits` bits, e = 65537 (engine/pki_rsa.c: nettle/GMP). */
+/* A new RSA key of exactly `bits` bits, e = 65537 (engine/pki_rsa.c: its own prime search on GMP and
+ * OpenSSL). */
 EVP_PKEY *ma_pki_rsa_generate(unsigned bits, ma_err *e);
 /* The same key in three steps, so its two primes can be searched on two threads at once:
  * job_prime(j, 0) and job_prime(j, 1) may run concurrently; job_finish after both. */
@@ -31,6 +32,9 @@ ma_pki_rsa_job *ma_pki_rsa_job_new(unsigned bits, ma_err *e);
 void ma_pki_rsa_job_prime(ma_pki_rsa_job *j, int which);
 EVP_PKEY *ma_pki_rsa_job_finish(ma_pki_rsa_job *j, ma_err *e);
 void ma_pki_rsa_job_free(ma_pki_rsa_job *j);
+/* For tests: the prime search's sieve over the `window` odd numbers from `start` (big-endian, odd):
+ * mark[k] = 1 where start + 2k has an odd prime factor below 2^18 or is 1 mod 65537. -1 if even. */
+int ma_pki_rsa_sieve(const unsigned char *start, size_t len, unsigned char *mark, size_t window);
 
 /* engine/pki_legacy.c: OpenSSL 3.0's direct (legacy-structure) paths, NULL where they do not apply
  * and the caller takes the generic one. A legacy copy of an RSA or EC key (its public half is set

@@ -1,15 +1,22 @@
-/* RSA key generation through nettle/hogweed on GMP, handed to OpenSSL as an EVP_PKEY.
+/* RSA key generation: the primes searched here (a sieve, OpenSSL's Fermat test, GMP's BPSW), the key
+ * handed to OpenSSL as an EVP_PKEY.
  *
- * Why not OpenSSL: OpenSSL 3.0's prime search spends most of its time in a constant-time GCD
- * (BN_consttime_swap, BN_gcd); nettle's provable-prime generator on GMP finds an RSA-2048 key's primes
- * in about a fifth of the CPU time on the same machine (bench/: "limit: one RSA-2048 key, 1 core").
- * Everything after generation (PEM, signing, checks) stays OpenSSL's, and the randomness is
- * OpenSSL's DRBG (RAND_priv_bytes), so the keys come from the same source as before. */
+ * Why not OpenSSL's generator: OpenSSL 3.0's prime search spends most of its time in a constant-time
+ * GCD (BN_consttime_swap, BN_gcd) and 64 Miller-Rabin rounds per prime. Why not nettle's
+ * (nettle_random_prime, used before): its provable-prime construction makes a 1024-bit prime in about
+ * 23 ms here, where a sieve and a probable-prime test take about 10 (README, "Choices"). Each
+ * candidate that survives the sieve costs one modular exponentiation, and OpenSSL's (MULX/ADX
+ * Montgomery code, a small base) is a quarter faster than GMP's mpz_powm on this machine; the one
+ * candidate that passes it is then checked by GMP's mpz_probab_prime_p: Baillie-PSW and 4 Miller-
+ * Rabin rounds with random bases, beyond FIPS 186-5's table B.1 for these sizes (5 rounds, or 4
+ * and a Lucas test). Like nettle's, GMP's and Go's prime tests, these are not constant-time.
+ * Everything after generation (PEM, signing, checks) is OpenSSL's, and the randomness is OpenSSL's
+ * DRBG (RAND_priv_bytes). */
 #include "pki_int.h"
 
 #include <gmp.h>
 #include <pthread.h>
-#include <nettle/bignum.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,49 +29,31 @@
 #include <openssl/param_build.h>
 #include <openssl/rand.h>
 
-enum { RSA_E = 65537 };
+/* GMP 6.2 made mpz_probab_prime_p a Baillie-PSW test plus reps-24 Miller-Rabin rounds; before, it was
+ * Miller-Rabin alone and the count below would mean something weaker. */
+#if __GNU_MP_RELEASE < 60200
+#error "GMP 6.2 or later is needed (mpz_probab_prime_p's Baillie-PSW test)"
+#endif
 
-struct rng {
-	int failed;
-	unsigned long why; /* OpenSSL's error code of the failure (its queue is the searching thread's) */
-	uint32_t filler;
+enum {
+	RSA_E = 65537,
+	PRIME_REPS = 28,          /* Baillie-PSW + 4 Miller-Rabin rounds (GMP 6.2's meaning of reps) */
+	SIEVE_LIMIT = 1 << 18,    /* odd primes below this divide the candidates (about 23,000) */
+	WINDOW = 2048,            /* odd candidates per random start: no prime among them once in ~300 */
 };
 
-/* nettle's random callback cannot fail: a DRBG failure is recorded and the key thrown away. */
-static void drbg(void *ctx, size_t len, uint8_t *dst)
-{
-	struct rng *r = ctx;
-	while (len > 0) {
-		int n = len > (1 << 20) ? (1 << 20) : (int)len;
-		if (r->failed || RAND_priv_bytes(dst, n) != 1) {
-			if (!r->failed) {
-				r->why = ERR_peek_last_error();
-				ERR_clear_error(); /* this thread's queue: the key may be finished on another */
-			}
-			/* never the same bytes twice, so the prime search ends; the key is thrown away */
-			r->failed = 1;
-			for (size_t i = 0; i < len; i++) {
-				r->filler++;
-				dst[i] = (uint8_t)(r->filler * 167u + (r->filler >> 8));
-			}
-			return;
-		}
-		dst += n, len -= (size_t)n;
-	}
-}
+/* How a prime search failed: the DRBG or OpenSSL's arithmetic, with OpenSSL's error code (its
+ * queue is the searching thread's, and the key may be finished on another). */
+struct search_fail {
+	const char *what; /* NULL: no failure */
+	unsigned long why;
+};
 
-/* mpz -> BIGNUM (secure heap for the private parts, via BN_secure_new). */
-static BIGNUM *bn_of(const mpz_t z, int secret)
+static void search_failed(struct search_fail *f, const char *what)
 {
-	size_t len = (mpz_sizeinbase(z, 2) + 7) / 8;
-	unsigned char *buf = OPENSSL_secure_malloc(len ? len : 1);
-	if (!buf) return NULL;
-	size_t got = 0;
-	mpz_export(buf, &got, 1, 1, 1, 0, z);
-	BIGNUM *bn = secret ? BN_secure_new() : BN_new();
-	if (bn && !BN_bin2bn(buf, (int)got, bn)) BN_free(bn), bn = NULL;
-	OPENSSL_secure_clear_free(buf, len ? len : 1);
-	return bn;
+	f->what = what;
+	f->why = ERR_peek_last_error();
+	ERR_clear_error();
 }
 
 /* GMP's heap (limbs of p, q, d and the temporaries it allocates; small ones live on the stack and are
@@ -91,26 +80,163 @@ static void *gmp_realloc(void *p, size_t old, size_t n)
 	return q;
 }
 
-static void gmp_wiping(void)
+/* Bit i set: 2i+1 is composite (or 1). Made once per process, 16 KiB. */
+static uint64_t odd_composite[SIEVE_LIMIT / 128];
+
+static void small_primes_make(void)
+{
+	odd_composite[0] |= 1; /* 1 */
+	for (unsigned i = 1; (2 * i + 1) * (2 * i + 1) < SIEVE_LIMIT; i++) {
+		if (odd_composite[i / 64] >> (i % 64) & 1) continue;
+		unsigned q = 2 * i + 1;
+		for (unsigned m = (q * q) / 2; m < SIEVE_LIMIT / 2; m += q) odd_composite[m / 64] |= (uint64_t)1 << (m % 64);
+	}
+}
+
+/* Marks, for each prime q in primes[0..n), the k < WINDOW with start + 2k divisible by q, given
+ * rem = start mod (the product of the n primes). */
+static void mark_multiples(uint8_t *mark, size_t window, const unsigned *primes, int n, unsigned long rem)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned long q = primes[i], r = rem % q;
+		/* start + 2k = 0 (mod q): k = -r / 2 = (q - r) * (q + 1) / 2 (mod q) */
+		unsigned long k = r == 0 ? 0 : (q - r) % 2 == 0 ? (q - r) / 2 : (2 * q - r) / 2;
+		for (; k < window; k += q) mark[k] = 1;
+	}
+}
+
+/* mark[k] = 1 where start + 2k (start odd) has an odd prime factor below SIEVE_LIMIT or is 1 mod e
+ * (then e would divide p - 1 and have no inverse). Three primes of under 19 bits share one division
+ * of the big number. */
+static void sieve(mpz_srcptr start, uint8_t *mark, size_t window)
+{
+	memset(mark, 0, window);
+	unsigned group[3];
+	int n = 0;
+	for (unsigned w = 0; w < SIEVE_LIMIT / 128; w++)
+		for (uint64_t free_bits = ~odd_composite[w]; free_bits; free_bits &= free_bits - 1) {
+			group[n++] = 2 * (w * 64 + (unsigned)__builtin_ctzll(free_bits)) + 1;
+			if (n < 3) continue;
+			mark_multiples(mark, window, group, 3,
+				       mpz_fdiv_ui(start, (unsigned long)group[0] * group[1] * group[2]));
+			n = 0;
+		}
+	unsigned long prod = 1;
+	for (int i = 0; i < n; i++) prod *= group[i];
+	if (n) mark_multiples(mark, window, group, n, mpz_fdiv_ui(start, prod));
+	unsigned long r = mpz_fdiv_ui(start, RSA_E), want = (1 + RSA_E - r) % RSA_E; /* start + 2k = 1 */
+	for (unsigned long k = want % 2 == 0 ? want / 2 : (want + RSA_E) / 2; k < window; k += RSA_E) mark[k] = 1;
+}
+
+/* Once per process, before the first search: GMP's wiping heap and the small primes. */
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+static void setup(void)
 {
 	mp_set_memory_functions(gmp_alloc, gmp_realloc, gmp_free);
+	small_primes_make();
+}
+
+int ma_pki_rsa_sieve(const unsigned char *start, size_t len, unsigned char *mark, size_t window)
+{
+	pthread_once(&setup_once, setup);
+	mpz_t s;
+	mpz_init(s);
+	mpz_import(s, len, 1, 1, 1, 0, start);
+	int odd = mpz_odd_p(s);
+	if (odd) sieve(s, mark, window);
+	mpz_clear(s);
+	return odd ? 0 : -1;
+}
+
+/* A random prime of `bits` bits with its two top bits set (so the product of two has exactly the
+ * bits of both) and p mod e != 1 (so gcd(p - 1, e) = 1): a random odd start, the sieve over the next
+ * WINDOW odd numbers, a Fermat test to base 2 on each survivor in turn, GMP's test on the first that
+ * passes. Returns 0, or -1 with f set. */
+static int search_prime(mpz_t p, unsigned bits, struct search_fail *f)
+{
+	size_t len = (bits + 7) / 8;
+	unsigned char *buf = OPENSSL_secure_malloc(len);
+	uint8_t mark[WINDOW];
+	mpz_t start;
+	mpz_init(start);
+	BN_CTX *ctx = BN_CTX_secure_new();
+	BIGNUM *cand = BN_secure_new(), *less1 = BN_secure_new(), *r = BN_secure_new();
+	int rc = -1;
+	if (!buf || !ctx || !cand || !less1 || !r) {
+		search_failed(f, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		if (RAND_priv_bytes(buf, (int)len) != 1) {
+			search_failed(f, "the random generator failed");
+			goto out;
+		}
+		mpz_import(start, len, 1, 1, 1, 0, buf);
+		mpz_fdiv_r_2exp(start, start, bits);
+		mpz_setbit(start, bits - 1);
+		mpz_setbit(start, bits - 2);
+		mpz_setbit(start, 0);
+		sieve(start, mark, WINDOW);
+		size_t n;
+		mpz_export(buf, &n, 1, 1, 1, 0, start);
+		if (!BN_bin2bn(buf, (int)n, cand)) goto bnfail;
+		unsigned at = 0; /* cand = start + 2 at */
+		for (unsigned k = 0; k < WINDOW; k++) {
+			if (mark[k]) continue;
+			if (!BN_add_word(cand, 2 * (BN_ULONG)(k - at))) goto bnfail;
+			at = k;
+			if ((unsigned)BN_num_bits(cand) != bits) break; /* ran past 2^bits: a new start */
+			if (!BN_copy(less1, cand) || !BN_sub_word(less1, 1) ||
+			    !BN_mod_exp_mont_word(r, 2, less1, cand, ctx, NULL))
+				goto bnfail;
+			if (!BN_is_one(r)) continue;
+			mpz_add_ui(p, start, 2 * (unsigned long)k);
+			if (mpz_probab_prime_p(p, PRIME_REPS)) {
+				rc = 0;
+				goto out;
+			}
+		}
+	}
+bnfail:
+	search_failed(f, "OpenSSL's big-number arithmetic failed");
+out:
+	if (buf) OPENSSL_secure_clear_free(buf, len);
+	BN_clear_free(cand);
+	BN_clear_free(less1);
+	BN_clear_free(r);
+	BN_CTX_free(ctx);
+	mpz_clear(start);
+	return rc;
+}
+
+/* mpz -> BIGNUM (secure heap for the private parts, via BN_secure_new). */
+static BIGNUM *bn_of(const mpz_t z, int secret)
+{
+	size_t len = (mpz_sizeinbase(z, 2) + 7) / 8;
+	unsigned char *buf = OPENSSL_secure_malloc(len ? len : 1);
+	if (!buf) return NULL;
+	size_t got = 0;
+	mpz_export(buf, &got, 1, 1, 1, 0, z);
+	BIGNUM *bn = secret ? BN_secure_new() : BN_new();
+	if (bn && !BN_bin2bn(buf, (int)got, bn)) BN_free(bn), bn = NULL;
+	OPENSSL_secure_clear_free(buf, len ? len : 1);
+	return bn;
 }
 
 /* One key as two independent prime searches, so a batch spreads over the cores by prime, not by
  * key: 5 keys on 2 cores are 10 searches of about equal cost, not 3 keys on one core and 2 on the
- * other, and a batch of one key waits for the slower search only (about 3/4 of both). The primes are chosen as nettle's
- * rsa_generate_keypair chooses them: nettle_random_prime with the two top bits set (so p*q has
- * exactly `bits` bits), gcd(p-1, e) = 1, p != q; d = e^-1 mod (p-1)(q-1). */
+ * other, and a batch of one key waits for the slower search only (about 3/4 of both).
+ * d = e^-1 mod (p-1)(q-1), as nettle's and Go's generators make it. */
 struct ma_pki_rsa_job {
 	unsigned bits;
 	mpz_t prime[2]; /* p, q */
-	struct rng rng[2];
+	struct search_fail fail[2];
 };
 
 ma_pki_rsa_job *ma_pki_rsa_job_new(unsigned bits, ma_err *e)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pthread_once(&once, gmp_wiping);
+	pthread_once(&setup_once, setup);
 	if (bits < 1024 || bits > 16384) {
 		ma_fail(e, "an RSA key of %u bits: moonadm makes 1024 to 16384", bits);
 		return NULL;
@@ -128,14 +254,7 @@ ma_pki_rsa_job *ma_pki_rsa_job_new(unsigned bits, ma_err *e)
 
 void ma_pki_rsa_job_prime(ma_pki_rsa_job *j, int which)
 {
-	unsigned size = which ? j->bits / 2 : (j->bits + 1) / 2;
-	mpz_t less1;
-	mpz_init(less1);
-	do {
-		nettle_random_prime(j->prime[which], size, 1, &j->rng[which], drbg, NULL, NULL);
-		mpz_sub_ui(less1, j->prime[which], 1);
-	} while (!j->rng[which].failed && mpz_gcd_ui(NULL, less1, RSA_E) != 1);
-	mpz_clear(less1);
+	search_prime(j->prime[which], which ? j->bits / 2 : (j->bits + 1) / 2, &j->fail[which]);
 }
 
 void ma_pki_rsa_job_free(ma_pki_rsa_job *j)
@@ -146,17 +265,30 @@ void ma_pki_rsa_job_free(ma_pki_rsa_job *j)
 	free(j);
 }
 
+/* FIPS 186-5 A.1.3's |p - q| > 2^(bits/2 - 100): p and q not so close that n falls to Fermat's
+ * factoring (one chance in about 2^100 for independent primes; p = q is its extreme). */
+static int too_close(mpz_srcptr p, mpz_srcptr q, unsigned bits)
+{
+	mpz_t diff, limit;
+	mpz_inits(diff, limit, NULL);
+	mpz_sub(diff, p, q);
+	mpz_abs(diff, diff);
+	mpz_setbit(limit, bits / 2 - 100);
+	int close = mpz_cmp(diff, limit) <= 0;
+	mpz_clears(diff, limit, NULL);
+	return close;
+}
+
 /* The key of a job whose two primes are found. */
 EVP_PKEY *ma_pki_rsa_job_finish(ma_pki_rsa_job *j, ma_err *e)
 {
 	unsigned bits = j->bits;
-	/* equal primes: one chance in about 2^1000, yet a key with p = q would be worthless */
-	while (!j->rng[0].failed && !j->rng[1].failed && !mpz_cmp(j->prime[0], j->prime[1])) ma_pki_rsa_job_prime(j, 1);
-	if (j->rng[0].failed || j->rng[1].failed) {
-		unsigned long why = j->rng[0].failed ? j->rng[0].why : j->rng[1].why;
-		const char *reason = why ? ERR_reason_error_string(why) : NULL;
-		ma_fail(e, "generating an RSA-%u key failed: the random generator failed%s%s", bits, reason ? ": " : "",
-			reason ? reason : "");
+	while (!j->fail[0].what && !j->fail[1].what && too_close(j->prime[0], j->prime[1], bits))
+		ma_pki_rsa_job_prime(j, 1);
+	if (j->fail[0].what || j->fail[1].what) {
+		const struct search_fail *f = j->fail[0].what ? &j->fail[0] : &j->fail[1];
+		const char *reason = f->why ? ERR_reason_error_string(f->why) : NULL;
+		ma_fail(e, "generating an RSA-%u key failed: %s%s%s", bits, f->what, reason ? ": " : "", reason ? reason : "");
 		return NULL;
 	}
 	mpz_t n, ee, d, p1, q1, phi, a, b, c;
@@ -172,7 +304,7 @@ EVP_PKEY *ma_pki_rsa_job_finish(ma_pki_rsa_job *j, ma_err *e)
 	OSSL_PARAM_BLD *bld = NULL;
 	OSSL_PARAM *params = NULL;
 	EVP_PKEY_CTX *ctx = NULL;
-	/* each holds for distinct primes with gcd(p-1, e) = gcd(q-1, e) = 1 and their top bits set */
+	/* each holds for distinct primes with p, q != 1 (mod e) and their top bits set */
 	if (mpz_sizeinbase(n, 2) != bits || !mpz_invert(c, q, p) || !mpz_invert(d, ee, phi)) {
 		ma_fail(e, "generating an RSA-%u key failed: the primes found do not make a key", bits);
 		goto out;

@@ -153,9 +153,10 @@ static void test_keygen_algorithms(void)
 	      e.msg);
 }
 
-/* Every RSA key the generator makes (nettle/GMP, engine/pki_rsa.c) is one OpenSSL accepts as its
- * own: its key check (n = pq, d, the CRT values) passes, the modulus has exactly the requested bits,
- * p != q, e = 65537; and p and q have half the bits each (no lopsided factors). */
+/* Every RSA key the generator makes (engine/pki_rsa.c) is one OpenSSL accepts as its own: its key
+ * check (n = pq, d, the CRT values) passes, the modulus has exactly the requested bits, p != q,
+ * e = 65537; p and q have half the bits each (no lopsided factors), each passes OpenSSL's own prime
+ * test (64 Miller-Rabin rounds at these sizes), neither is 1 mod e, and |p - q| > 2^(bits/2 - 100). */
 static void test_rsa_keys_checked(void)
 {
 	static const struct { const char *alg; int bits; } want[] = {
@@ -187,6 +188,15 @@ static void test_rsa_keys_checked(void)
 			CHECK(BN_cmp(p, q) != 0, "%s: p = q", algs[i]);
 			CHECK(BN_num_bits(p) == want[i].bits / 2 && BN_num_bits(q) == want[i].bits / 2, "%s: p %d, q %d bits",
 			      algs[i], BN_num_bits(p), BN_num_bits(q));
+			BN_CTX *bc = BN_CTX_new();
+			BIGNUM *diff = BN_new();
+			CHECK(BN_check_prime(p, bc, NULL) == 1 && BN_check_prime(q, bc, NULL) == 1, "%s: p or q not prime",
+			      algs[i]);
+			CHECK(BN_mod_word(p, 65537) != 1 && BN_mod_word(q, 65537) != 1, "%s: p or q is 1 mod e", algs[i]);
+			CHECK(diff && BN_sub(diff, p, q) && BN_num_bits(diff) > want[i].bits / 2 - 100, "%s: |p - q| too small",
+			      algs[i]);
+			BN_free(diff);
+			BN_CTX_free(bc);
 		}
 		for (size_t j = 0; j < i; j++) CHECK(!ma_pki_key_equal(k[i], k[j]), "keys %zu and %zu equal", i, j);
 		size_t len;
@@ -196,8 +206,39 @@ static void test_rsa_keys_checked(void)
 		BN_free(bn_n), BN_free(bn_e), BN_clear_free(p), BN_clear_free(q);
 	}
 	for (size_t i = 0; i < n; i++) ma_pki_key_free(k[i]);
-	/* a size nettle's prime search cannot make is refused with a message, not an abort */
+	/* a size outside 1024-16384 bits is refused with a message, not an abort */
 	CHECK(!ma_pki_rsa_job_new(512, &e) && strstr(e.msg, "512 bits"), "%s", e.msg);
+}
+
+/* The prime search's sieve marks exactly the candidates a trial division rejects: those with an odd
+ * prime factor below 2^18, and those that are 1 mod 65537 (e would divide p - 1). The start is chosen
+ * so that both kinds come first: start = 1 (mod 65537), start + 2 = 0 (mod 3). */
+static void test_rsa_sieve(void)
+{
+	enum { WINDOW = 96, LIMIT = 1 << 18 };
+	BIGNUM *start = BN_new(), *c = BN_new();
+	BN_CTX *bc = BN_CTX_new();
+	unsigned char be[128], mark[WINDOW];
+	CHECK(start && c && bc && BN_rand(start, 1024, BN_RAND_TOP_TWO, BN_RAND_BOTTOM_ODD), "random start");
+	/* a multiple of 2*3*65537, plus 1: odd, 1 mod 65537, and start + 2 = 0 (mod 3) */
+	BN_sub_word(start, BN_mod_word(start, 2 * 3 * 65537));
+	BN_add_word(start, 1);
+	CHECK(BN_is_odd(start) && BN_mod_word(start, 65537) == 1 && BN_mod_word(start, 3) == 1, "start prepared");
+	CHECK(BN_bn2binpad(start, be, sizeof be) == sizeof be, "start bytes");
+	CHECK(ma_pki_rsa_sieve(be, sizeof be, mark, WINDOW) == 0, "sieve refused an odd start");
+	int marked = 0;
+	for (int k = 0; k < WINDOW; k++) {
+		BN_copy(c, start);
+		BN_add_word(c, 2 * (BN_ULONG)k);
+		int reject = BN_mod_word(c, 65537) == 1;
+		for (BN_ULONG q = 3; q < LIMIT && !reject; q += 2) reject = BN_mod_word(c, q) == 0;
+		CHECK(mark[k] == reject, "candidate start + %d: sieve says %d, trial division %d", 2 * k, mark[k], reject);
+		marked += mark[k];
+	}
+	CHECK(mark[0] && mark[1] && marked > 0 && marked < WINDOW, "marked %d of %d", marked, WINDOW);
+	be[sizeof be - 1] &= 0xfe;
+	CHECK(ma_pki_rsa_sieve(be, sizeof be, mark, WINDOW) == -1, "an even start accepted");
+	BN_free(start), BN_free(c), BN_CTX_free(bc);
 }
 
 /* Every ECDSA key (legacy EC_KEYs on a group built once, engine/pki_legacy.c): OpenSSL's key check
@@ -804,6 +845,7 @@ int main(void)
 	RUN(test_ec_keys_checked);
 	RUN(test_keygen_parallel);
 	RUN(test_rsa_keys_checked);
+	RUN(test_rsa_sieve);
 	RUN(test_pem_roundtrip);
 	RUN(test_legacy_paths_same_bytes);
 	RUN(test_pem_errors);

@@ -345,9 +345,9 @@ describe("init phase certs", function()
     helpers.rmrf(d)
   end)
 
-  -- The RSA keys come from nettle/GMP (engine/pki_rsa.c): Go's parser, which validates a PKCS#1
-  -- key's primes and CRT values, must take moonadm's CA key and sign with it.
-  it("gives the reference kubeadm a CA key it signs with (nettle-generated RSA)", function()
+  -- The RSA keys come from moonadm's own prime search (engine/pki_rsa.c): Go's parser, which
+  -- validates a PKCS#1 key's primes and CRT values, must take moonadm's CA key and sign with it.
+  it("gives the reference kubeadm a CA key it signs with (moonadm's RSA generator)", function()
     local kubeadm = helpers.top .. "/.lab/bin/kubeadm"
     if not io.open(kubeadm) then pending("no .lab/bin/kubeadm") return end
     local d = helpers.tmpdir()
