@@ -29,8 +29,9 @@ config.parse_feature_gates = gates.parse
 config.check_feature_gate = gates.check
 config.gate_stays_on = gates.stays_on
 
--- Defaults of "init"|"join"|"reset"|"upgrade" as YAML text | nil, message.
-config.print_defaults = print_.defaults
+-- Defaults of "init"|"join"|"reset"|"upgrade" as YAML text | nil, message. (A function, not
+-- print_.defaults itself: reading the field would load config.print with this module.)
+function config.print_defaults(kind) return print_.defaults(kind) end
 
 -- Seconds of a Go duration text ("4m0s" → 240.0) | nil.
 config.duration_seconds = duration.seconds

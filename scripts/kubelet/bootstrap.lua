@@ -1,18 +1,21 @@
 -- The kubelet side of a join: bootstrap-kubelet.conf (its server rewritten to this node's own
 -- kube-apiserver for a control plane under ControlPlaneKubeletLocalMode), the CA, the kubelet files
 -- from the cluster's kubelet-config, (re)starting the kubelet, and waiting for its TLS bootstrap.
+-- The domain modules load on first use: a flow check (`moonadm phases join`) asks local_server and
+-- local_etcd only.
 local core = require "moonadm.core"
-local capi = require "cluster.api"
-local cnode = require "cluster.node"
+local lazy = require "framework.lazy"
+local capi = lazy.require "cluster.api"
+local cnode = lazy.require "cluster.node"
 local config = require "config"
-local discovery = require "cluster.discovery"
+local discovery = lazy.require "cluster.discovery"
 local duration = require "config.duration"
 local fs = require "moonadm.fs"
-local kubelet = require "kubelet"
-local healthz = require "kubelet.healthz"
-local kubeconfig = require "kube.kubeconfig"
+local kubelet = lazy.require "kubelet"
+local healthz = lazy.require "kubelet.healthz"
+local kubeconfig = lazy.require "kube.kubeconfig"
 local log = require "framework.log"
-local runtime = require "runtime"
+local runtime = lazy.require "runtime"
 local yaml = require "moonadm.yaml"
 local nodeview = require "node.view"
 local pki = require "moonadm.pki"

@@ -4,11 +4,13 @@ local lazy = require "framework.lazy"
 local cp = lazy.require "flows.join.control_plane"
 local nodeview = lazy.require "node.view"
 
-local function only_cp(f)
+-- By name: cp.download_certs read here would load flows.join.control_plane (and the cluster and
+-- PKI modules under it) whenever this table is read, as `moonadm phases join` does.
+local function only_cp(step)
   return function(ctx)
     if not nodeview.is_control_plane(ctx) then return end
     cp.require_endpoint(ctx)
-    f(ctx)
+    cp[step](ctx)
   end
 end
 
@@ -19,10 +21,10 @@ return {
   provides = { "pki", "kubeconfig", "control-plane-manifests" },
   children = {
     { name = "download-certs", desc = "Download certificates shared among control-plane nodes from the kubeadm-certs Secret",
-      run = only_cp(cp.download_certs) },
-    { name = "certs", desc = "Generate the certificates for the new control plane components", run = only_cp(cp.certs),
+      run = only_cp("download_certs") },
+    { name = "certs", desc = "Generate the certificates for the new control plane components", run = only_cp("certs"),
       data = { "pki_join" } },
-    { name = "kubeconfig", desc = "Generate the kubeconfig for the new control plane components", run = only_cp(cp.kubeconfigs) },
-    { name = "control-plane", desc = "Generate the manifests for the new control plane components", run = only_cp(cp.manifests) },
+    { name = "kubeconfig", desc = "Generate the kubeconfig for the new control plane components", run = only_cp("kubeconfigs") },
+    { name = "control-plane", desc = "Generate the manifests for the new control plane components", run = only_cp("manifests") },
   },
 }

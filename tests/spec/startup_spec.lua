@@ -1,0 +1,63 @@
+-- Start-up loads what a command uses (issue 19): the commands that need no server and write no
+-- file list or print without loading the domain modules (PKI, cluster, etcd, lab), the HTTP
+-- client, cjson, or a module reached through a lazy proxy but never called (config.print, read as
+-- a field when config loaded, was one). Checked by running the real binary's CLI and listing
+-- package.loaded after it.
+local h = require "helpers"
+
+describe("start-up", function()
+  local dir, script
+  setup(function()
+    dir = h.tmpdir()
+    script = dir .. "/loaded.lua"
+    h.write(script, [[
+local cli = require "framework.cli"
+local ok, err = pcall(cli.main, { table.unpack(arg) })
+local names = {}
+for k in pairs(package.loaded) do names[#names + 1] = k end
+table.sort(names)
+local out = assert(io.open(os.getenv("LOADED_OUT"), "w"))
+out:write(ok and "ok" or ("error: " .. tostring(err)), "\n", table.concat(names, "\n"), "\n")
+out:close()
+]])
+  end)
+  teardown(function() h.rmrf(dir) end)
+
+  local function loaded(args)
+    local argv = { "lua", script }
+    for _, a in ipairs(args) do argv[#argv + 1] = a end
+    local code, _, err = h.moonadm(argv, { LOADED_OUT = dir .. "/loaded.txt" })
+    assert.equal(0, code, err)
+    local out = h.read(dir .. "/loaded.txt")
+    local status, list = out:match("^([^\n]*)\n(.*)$")
+    assert.equal("ok", status, out)
+    local set = {}
+    for name in list:gmatch("[^\n]+") do set[name] = true end
+    return set
+  end
+
+  local NEVER = { "^pki%.", "^cluster%.", "^etcd%.", "^lab%.", "^upgrade%.", "^kubelet%.", "^manifests%.",
+    "^moonadm%.api$", "^moonadm%.etcd$", "^cjson", "^luv$", "^config%.print$" }
+  -- kubelet-wait-bootstrap's requirements depend on the join (kubelet.bootstrap's local_server and
+  -- local_etcd): the module is read, its own dependencies are not.
+  local ALLOWED = { ["kubelet.bootstrap"] = true }
+
+  for _, args in ipairs { { "version" }, { "phases", "init" }, { "phases", "join" }, { "phases", "reset" },
+    { "phases", "upgrade-apply" }, { "phases", "upgrade-node" }, { "config", "print", "init-defaults" } } do
+    it(table.concat(args, " ") .. " loads no domain module, no HTTP client, no unused config module", function()
+      local set = loaded(args)
+      assert.truthy(set["framework.cli"]) -- the listing works
+      for name in pairs(set) do
+        for _, pat in ipairs(NEVER) do
+          if not ALLOWED[name] and not (pat == "^config%.print$" and args[1] == "config") then
+            assert.is_nil(name:match(pat) and name or nil, table.concat(args, " ") .. " loaded " .. name)
+          end
+        end
+      end
+    end)
+  end
+
+  it("config print init-defaults loads config.print (the listing sees a lazy module once used)", function()
+    assert.truthy(loaded { "config", "print", "init-defaults" }["config.print"])
+  end)
+end)
