@@ -194,7 +194,7 @@ local function config(alg, extra)
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint:
-  advertiseAddress: 10.0.0.10
+  advertiseAddress: 192.0.2.140
   bindPort: 6443
 nodeRegistration:
   name: bench-node

@@ -3,7 +3,7 @@
 -- certificates, bootstrap token ids, the nodes' names and addresses) becomes a placeholder, a
 -- Secret keeps only its type and its keys, and status (the controllers', not the tool's) goes.
 --   local objects = require "objects"  -- (tests/e2e on package.path)
---   local set = objects.dump(kubectl, names)  -- names: {["10.0.0.11"] = "<CP1-IP>", cp1 = "<CP1>"}
+--   local set = objects.dump(kubectl, names)  -- names: {["192.0.2.11"] = "<CP1-IP>", cp1 = "<CP1>"}
 --   local diffs = objects.diff(kubeadm_set, moonadm_set)  -- {"ConfigMap kube-system/x data.y: ..."}
 local cjson = require "cjson"
 local encoding = require "moonadm.encoding"
@@ -24,7 +24,7 @@ local DROP_META = { uid = true, resourceVersion = true, creationTimestamp = true
 local function escape(s) return (s:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")) end
 
 -- A string with everything that must differ replaced. names: exact words (node names, addresses)
--- to placeholders, longest first so 10.0.0.11 is not read as 10.0.0.1 followed by 1.
+-- to placeholders, longest first so 192.0.2.11 is not read as 192.0.2.1 followed by 1.
 function M.normalize_string(s, names)
   s = s:gsub("eyJ[%w_%-]*%.[%w_%-]*%.[%w_%-]+", "<JWS>") -- a detached JWS (cluster-info): the token signs it
   s = s:gsub("%-%-%-%-%-BEGIN ([%u ]+)%-%-%-%-%-.-%-%-%-%-%-END [%u ]+%-%-%-%-%-", "<PEM %1>")

@@ -141,7 +141,7 @@ static const char list_body[] =
     "{\"header\":{\"cluster_id\":\"11860171626263644314\",\"member_id\":\"956257101772846903\",\"raft_term\":\"2\"},"
     "\"members\":[{\"ID\":\"956257101772846903\",\"name\":\"etcd0\",\"peerURLs\":[\"https://127.0.0.1:2380\"],"
     "\"clientURLs\":[\"https://127.0.0.1:2379\"]},"
-    "{\"ID\":\"18446744073709551615\",\"peerURLs\":[\"https://10.0.0.2:2380\"],\"isLearner\":true}]}";
+    "{\"ID\":\"18446744073709551615\",\"peerURLs\":[\"https://192.0.2.132:2380\"],\"isLearner\":true}]}";
 
 /* ---- tests ---- */
 
@@ -331,10 +331,10 @@ static void test_etcd_errors(void)
 	srv_start(&s4, 404, "404 page not found\n");
 	int p4[] = {s4.port, s2.port};
 	c = client(2, p4);
-	const char *urls[] = {"https://10.0.0.3:2380", "https://x\"y:2380"};
+	const char *urls[] = {"https://192.0.2.133:2380", "https://x\"y:2380"};
 	CHECK(ma_etcd_member_add(c, urls, 2, 1, &m, &e) < 0, "add without a member accepted");
 	CHECK(strstr(e.msg, "the answer has no \"member\""), "%s", e.msg);
-	CHECK(strstr(s2.last, "{\"peerURLs\":[\"https://10.0.0.3:2380\",\"https://x\\\"y:2380\"],\"isLearner\":true}"),
+	CHECK(strstr(s2.last, "{\"peerURLs\":[\"https://192.0.2.133:2380\",\"https://x\\\"y:2380\"],\"isLearner\":true}"),
 	      "%s", s2.last);
 	ma_etcd_members_free(&m);
 	ma_etcd_free(c);

@@ -161,8 +161,8 @@ static void test_escape_query_url(void)
 	CHECK_STR(s, "");
 	free(s);
 	ma_err e = {0};
-	s = ma_http_url("https://10.0.0.1:6443/", "/api/v1", "limit=1", &e);
-	CHECK_STR(s, "https://10.0.0.1:6443/api/v1?limit=1");
+	s = ma_http_url("https://192.0.2.131:6443/", "/api/v1", "limit=1", &e);
+	CHECK_STR(s, "https://192.0.2.131:6443/api/v1?limit=1");
 	free(s);
 	s = ma_http_url("https://h/prefix", "/apis/apps/v1", "", &e);
 	CHECK_STR(s, "https://h/prefix/apis/apps/v1");

@@ -103,7 +103,7 @@ static ma_pki_spec ca_spec(void)
 }
 
 static const char *const api_dns[] = {"cp1", "kubernetes", "kubernetes.default", "*.apps.example.com"};
-static const char *const api_ips[] = {"10.96.0.1", "192.168.1.10", "::1"};
+static const char *const api_ips[] = {"10.96.0.1", "192.0.2.110", "::1"};
 static ma_pki_spec leaf_spec(void)
 {
 	int64_t t = (int64_t)time(NULL);
@@ -536,7 +536,7 @@ static void test_ca_and_leaf(void)
 	snprintf(cmd, sizeof cmd, "openssl x509 -in %s -noout -ext subjectAltName | tail -1 | xargs", path("leaf.crt"));
 	CHECK_STR(out1(cmd, line, sizeof line),
 		  "DNS:cp1, DNS:kubernetes, DNS:kubernetes.default, DNS:*.apps.example.com, IP Address:10.96.0.1, "
-		  "IP Address:192.168.1.10, IP Address:0:0:0:0:0:0:0:1");
+		  "IP Address:192.0.2.110, IP Address:0:0:0:0:0:0:0:1");
 	CHECK(sh("openssl verify -CAfile %s %s", path("ca.crt"), path("leaf.crt")) == 0, "openssl verify rejects");
 }
 
@@ -586,9 +586,9 @@ static void test_ecdsa_p384_and_subject(void)
 	ma_pki_spec nou = {.cn = "x"};
 	CHECK(!ma_pki_cert_sign(leafkey, &nou, ca, k, &e) && strstr(e.msg, "at least one extended key usage"), "%s",
 	      e.msg);
-	const char *badip[] = {"10.0.0.300"};
+	const char *badip[] = {"192.0.2.300"};
 	ma_pki_spec bi = {.cn = "x", .ext_usages = MA_EKU_SERVER_AUTH, .ips = badip, .n_ips = 1};
-	CHECK(!ma_pki_cert_sign(leafkey, &bi, ca, k, &e) && strstr(e.msg, "invalid IP address \"10.0.0.300\""), "%s",
+	CHECK(!ma_pki_cert_sign(leafkey, &bi, ca, k, &e) && strstr(e.msg, "invalid IP address \"192.0.2.300\""), "%s",
 	      e.msg);
 	ma_pki_spec past = {.cn = "x", .ext_usages = MA_EKU_SERVER_AUTH, .not_before = 100, .not_after = 50};
 	CHECK(!ma_pki_cert_sign(leafkey, &past, ca, k, &e) && strstr(e.msg, "not_after"), "%s", e.msg);
@@ -650,7 +650,7 @@ static void test_covers(void)
 	ma_err e = {0};
 	static const struct { const char *name; int want; } cases[] = {
 		{"cp1", 1}, {"KUBERNETES.default", 1}, {"kubernetes.default.svc", 0}, {"x.apps.example.com", 1},
-		{"a.b.apps.example.com", 0}, {"apps.example.com", 0}, {"10.96.0.1", 1}, {"192.168.1.10", 1},
+		{"a.b.apps.example.com", 0}, {"apps.example.com", 0}, {"10.96.0.1", 1}, {"192.0.2.110", 1},
 		{"10.96.0.2", 0}, {"::1", 1}, {"0:0:0:0:0:0:0:1", 1}, {"::2", 0}, {"kube-apiserver", 0}};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		int r = ma_pki_cert_covers(leaf, cases[i].name, &e);
@@ -680,7 +680,7 @@ static void test_csr(void)
 {
 	ma_err e = {0};
 	const char *o[] = {"system:nodes"};
-	const char *dns[] = {"node1"}, *ips[] = {"10.0.0.5"};
+	const char *dns[] = {"node1"}, *ips[] = {"192.0.2.135"};
 	ma_pki_spec s = {.cn = "system:node:node1", .o = o, .n_o = 1, .dns = dns, .n_dns = 1, .ips = ips, .n_ips = 1};
 	size_t n;
 	char *pem = ma_pki_csr_create(leafkey, &s, &n, &e);
@@ -693,7 +693,7 @@ static void test_csr(void)
 	CHECK(ma_pki_csr_parse(pem, n, &in, &pub, &e) == 0, "%s", e.msg);
 	CHECK_STR(in.subject.cn, "system:node:node1");
 	CHECK(in.subject.n_o == 1 && !strcmp(in.subject.o[0], "system:nodes"), "O");
-	CHECK(in.n_dns == 1 && !strcmp(in.dns[0], "node1") && in.n_ips == 1 && !strcmp(in.ips[0], "10.0.0.5"), "SANs");
+	CHECK(in.n_dns == 1 && !strcmp(in.dns[0], "node1") && in.n_ips == 1 && !strcmp(in.ips[0], "192.0.2.135"), "SANs");
 	CHECK(!strcmp(in.key_type, "ECDSA") && in.key_bits == 256, "key %s", in.key_type);
 	CHECK(pub && !ma_pki_key_is_private(pub) && ma_pki_key_equal(pub, leafkey), "CSR public key");
 	/* sign the CSR's public key with the CA (external CA / CSR flow) */

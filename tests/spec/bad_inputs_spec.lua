@@ -41,10 +41,10 @@ local FLAGS = {
   { { "init", "--patches", "/nonexistent" }, 'could not list patch files for path "/nonexistent"' },
   { { "init", "phase", "nosuchphase" }, 'unknown phase "nosuchphase" for "init"' },
   { { "join" }, "JoinConfiguration.discovery.bootstrapToken.token: field is required" },
-  { { "join", "10.0.0.1:6443", "--token", TOKEN }, "using token-based discovery without caCertHashes can be unsafe" },
-  { { "join", "10.0.0.1:6443", "--token", TOKEN, "--discovery-token-ca-cert-hash", "sha256:zz" }, '"sha256:zz": a sha256 hash is 64 hex digits' },
-  { { "join", "10.0.0.1:6443", "--token", TOKEN, "--discovery-token-ca-cert-hash", "md5:00" }, 'unsupported hash type "md5" (only sha256)' },
-  { { "join", "10.0.0.1:6443", "--token", TOKEN, "--discovery-token-unsafe-skip-ca-verification", "--control-plane",
+  { { "join", "192.0.2.131:6443", "--token", TOKEN }, "using token-based discovery without caCertHashes can be unsafe" },
+  { { "join", "192.0.2.131:6443", "--token", TOKEN, "--discovery-token-ca-cert-hash", "sha256:zz" }, '"sha256:zz": a sha256 hash is 64 hex digits' },
+  { { "join", "192.0.2.131:6443", "--token", TOKEN, "--discovery-token-ca-cert-hash", "md5:00" }, 'unsupported hash type "md5" (only sha256)' },
+  { { "join", "192.0.2.131:6443", "--token", TOKEN, "--discovery-token-unsafe-skip-ca-verification", "--control-plane",
       "--certificate-key", "zz" }, 'JoinConfiguration.controlPlane.certificateKey: "zz" is not a valid certificate key' },
   { { "token", "create", "nothex" }, 'the bootstrap token "nothex" was not of the form' },
   { { "certs", "renew", "nosuchcert" }, 'unknown certificate "nosuchcert"' },
@@ -146,7 +146,7 @@ describe("bad patch files", function()
     it(row[1] .. ": " .. row[3], function()
       h.write(dir .. "/patches/" .. row[1], row[2])
       local code, out, err = h.moonadm { "init", "phase", "control-plane", "apiserver", "--patches", dir .. "/patches",
-        "--root", dir .. "/root", "--apiserver-advertise-address", "10.0.0.1" }
+        "--root", dir .. "/root", "--apiserver-advertise-address", "192.0.2.131" }
       tried = tried + 1
       no_lua_error(out .. err)
       assert.not_equal(0, code, out .. err)
@@ -171,7 +171,7 @@ local CLUSTER_INFO = {
   { "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n", "holds no cluster with a server" },
   { "apiVersion: v1\nkind: Config\nclusters: []\n", "holds no cluster with a server" },
   { "clusters: [unclosed", "holds no valid kubeconfig" },
-  { "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n", "has no certificate-authority-data" },
+  { "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://192.0.2.131:6443\n", "has no certificate-authority-data" },
   { "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: 5\n", "holds no cluster with a server" },
   { "7", "holds no cluster with a server" },
   { alias_bomb("apiVersion: v1\nkind: Config", 9), "cluster-info:6:15: document contains excessive aliasing" },
@@ -232,7 +232,7 @@ describe("bad cluster-info and discovery files", function()
 
   it("a discovery file without client credentials or tlsBootstrapToken", function()
     local dir = h.tmpdir()
-    h.write(dir .. "/d.conf", ("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: https://10.0.0.1:6443\n" ..
+    h.write(dir .. "/d.conf", ("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster:\n    server: https://192.0.2.131:6443\n" ..
       "    certificate-authority-data: %s\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"):format(encoding.base64_encode(CA)))
     local code, out, err = h.moonadm { "join", "--discovery-file", dir .. "/d.conf", "--root", dir .. "/root" }
     h.rmrf(dir)

@@ -12,7 +12,7 @@ local CFG = [[
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint:
-  advertiseAddress: 10.0.0.5
+  advertiseAddress: 192.0.2.135
 nodeRegistration:
   name: cp1
 ---
@@ -174,7 +174,7 @@ describe("moonadm certs", function()
     local csr = helpers.read(d .. "/r/etc/kubernetes/pki/apiserver.csr")
     local info, pub = assert(pki.parse_csr(csr))
     assert.equal("kube-apiserver", info.subject.cn)
-    assert.same({ "10.96.0.1", "10.0.0.5" }, info.ips)
+    assert.same({ "10.96.0.1", "192.0.2.135" }, info.ips)
     assert.is_true(pub:equals(assert(pki.read_key(helpers.read(d .. "/r/etc/kubernetes/pki/apiserver.key")))))
     local ki = assert(pki.parse_csr(helpers.read(d .. "/r/etc/kubernetes/kubelet.conf.csr")))
     assert.same({ cn = "system:node:cp1", o = { "system:nodes" } }, ki.subject)

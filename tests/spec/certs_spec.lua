@@ -16,7 +16,7 @@ local CFG = [[
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 localAPIEndpoint:
-  advertiseAddress: 10.0.0.5
+  advertiseAddress: 192.0.2.135
 nodeRegistration:
   name: cp1
 ---
@@ -24,18 +24,18 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 controlPlaneEndpoint: lb.example.com:6443
 apiServer:
-  certSANs: ["10.0.0.5", "api.example.com", "*.apps.example.com", "fd00::0001"]
+  certSANs: ["192.0.2.135", "api.example.com", "*.apps.example.com", "fd00::0001"]
 etcd:
   local:
     serverCertSANs: ["etcd.example.com"]
-    peerCertSANs: ["192.168.1.9"]
+    peerCertSANs: ["192.0.2.109"]
 %s
 ]]
 
 local function cfgfile(dir, extra, addr)
   local p = dir .. "/kubeadm.yaml"
   local text = CFG:format(extra or "")
-  if addr then text = text:gsub("advertiseAddress: 10.0.0.5", "advertiseAddress: " .. addr) end
+  if addr then text = text:gsub("advertiseAddress: 192.0.2.135", "advertiseAddress: " .. addr) end
   helpers.write(p, text)
   return p
 end
@@ -77,11 +77,11 @@ describe("init phase certs", function()
     assert.matches('%[certs%] Generating "etcd/ca" certificate and key', out)
     assert.matches("%[certs%] apiserver serving cert is signed for DNS names %[%*%.apps%.example%.com api%.example%.com " ..
       "cp1 kubernetes kubernetes%.default kubernetes%.default%.svc kubernetes%.default%.svc%.cluster%.local " ..
-      "lb%.example%.com%] and IPs %[10%.96%.0%.1 10%.0%.0%.5 fd00::1%]", out)
+      "lb%.example%.com%] and IPs %[10%.96%.0%.1 192%.0%.2%.135 fd00::1%]", out)
     assert.matches("%[certs%] etcd/server serving cert is signed for DNS names %[cp1 etcd%.example%.com localhost%] " ..
-      "and IPs %[10%.0%.0%.5 127%.0%.0%.1 ::1%]", out)
+      "and IPs %[192%.0%.2%.135 127%.0%.0%.1 ::1%]", out)
     assert.matches("%[certs%] etcd/peer serving cert is signed for DNS names %[cp1 localhost%] " ..
-      "and IPs %[10%.0%.0%.5 127%.0%.0%.1 ::1 192%.168%.1%.9%]", out)
+      "and IPs %[192%.0%.2%.135 127%.0%.0%.1 ::1 192%.0%.2%.109%]", out)
     assert.matches('%[certs%] Generating "sa" key and public key', out)
   end)
 
@@ -96,9 +96,9 @@ describe("init phase certs", function()
         issuer = "front-proxy-ca", dns = {}, ips = {} },
       ["etcd/ca.crt"] = { cn = "etcd-ca", o = {}, ca = true, issuer = "etcd-ca" },
       ["etcd/server.crt"] = { cn = "cp1", o = {}, eku = { "server_auth", "client_auth" }, issuer = "etcd-ca",
-        dns = { "cp1", "etcd.example.com", "localhost" }, ips = { "10.0.0.5", "127.0.0.1", "::1" } },
+        dns = { "cp1", "etcd.example.com", "localhost" }, ips = { "192.0.2.135", "127.0.0.1", "::1" } },
       ["etcd/peer.crt"] = { cn = "cp1", o = {}, eku = { "server_auth", "client_auth" }, issuer = "etcd-ca",
-        dns = { "cp1", "localhost" }, ips = { "10.0.0.5", "127.0.0.1", "::1", "192.168.1.9" } },
+        dns = { "cp1", "localhost" }, ips = { "192.0.2.135", "127.0.0.1", "::1", "192.0.2.109" } },
       ["etcd/healthcheck-client.crt"] = { cn = "kube-etcd-healthcheck-client", o = {}, eku = { "client_auth" },
         issuer = "etcd-ca", dns = {}, ips = {} },
       ["apiserver-etcd-client.crt"] = { cn = "kube-apiserver-etcd-client", o = {}, eku = { "client_auth" },
@@ -135,7 +135,7 @@ describe("init phase certs", function()
     local a = info(root, "apiserver.crt")
     assert.same({ "*.apps.example.com", "api.example.com", "cp1", "kubernetes", "kubernetes.default",
       "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "lb.example.com" }, a.dns)
-    assert.same({ "10.96.0.1", "10.0.0.5", "fd00::1" }, a.ips)
+    assert.same({ "10.96.0.1", "192.0.2.135", "fd00::1" }, a.ips)
   end)
 
   it("writes keys 0600 before certs 0644, PKCS#1 keys and a PKIX sa.pub 0600", function()
@@ -211,7 +211,7 @@ describe("init phase certs", function()
 
     it("a wrong-SAN leaf (not covering the advertise address)", function()
       refused(function() end, { "all" }, "certificate /etc/kubernetes/pki/apiserver%.crt is invalid: it does not " ..
-        "cover the expected SAN \"10%.0%.0%.6\"", "", "10.0.0.6")
+        "cover the expected SAN \"192%.0%.2%.136\"", "", "192.0.2.136")
     end)
     it("a truncated PEM", function()
       refused(function(p)
@@ -288,7 +288,7 @@ describe("init phase certs", function()
     local d = helpers.tmpdir()
     local c = d .. "/k.yaml"
     helpers.write(c, (CFG:format(""):gsub("etcd:\n  local:\n    serverCertSANs: %b[]\n    peerCertSANs: %b[]\n",
-      "etcd:\n  external:\n    endpoints: [\"https://10.0.0.9:2379\"]\n    caFile: /e/ca.crt\n    certFile: /e/c.crt\n    keyFile: /e/c.key\n")))
+      "etcd:\n  external:\n    endpoints: [\"https://192.0.2.139:2379\"]\n    caFile: /e/ca.crt\n    certFile: /e/c.crt\n    keyFile: /e/c.key\n")))
     local code, o, err = certs(d .. "/r", c, "all")
     assert.equal(0, code, err)
     assert.matches("External etcd mode: Skipping etcd/ca certificate authority generation", o)

@@ -99,31 +99,31 @@ describe("bootstrap tokens", function()
   end)
 
   it("write cluster-info as one unnamed cluster, signed and verified by the JWS primitive", function()
-    local cm = tokens.cluster_info("https://10.0.0.1:6443", "PEM")
+    local cm = tokens.cluster_info("https://192.0.2.131:6443", "PEM")
     local kc = yaml.decode(cm.data.kubeconfig)[1]
     assert.equal(1, #kc.clusters)
     assert.equal("", kc.clusters[1].name)
-    assert.equal("https://10.0.0.1:6443", kc.clusters[1].cluster.server)
+    assert.equal("https://192.0.2.131:6443", kc.clusters[1].cluster.server)
     local jws = pki.jws_sign(cm.data.kubeconfig, "abcdef", "0123456789abcdef")
     assert.truthy(pki.jws_verify(cm.data.kubeconfig, "abcdef", "0123456789abcdef", jws))
     -- the bytes client-go v0.35's clientcmd.Write gives (kubeadm's): no `preferences: {}` (omitzero)
     assert.equal("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: " .. encoding.base64_encode("PEM") ..
-      "\n    server: https://10.0.0.1:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n",
+      "\n    server: https://192.0.2.131:6443\n  name: \"\"\ncontexts: null\ncurrent-context: \"\"\nkind: Config\nusers: null\n",
       cm.data.kubeconfig)
   end)
 end)
 
 describe("join commands", function()
   it("are kubeadm's template, and one line for token create", function()
-    local o = { endpoint = "10.0.0.1:6443", token = "abcdef.0123456789abcdef", hashes = { "sha256:aa" } }
-    assert.equal("moonadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef \\\n\t--discovery-token-ca-cert-hash sha256:aa ",
+    local o = { endpoint = "192.0.2.131:6443", token = "abcdef.0123456789abcdef", hashes = { "sha256:aa" } }
+    assert.equal("moonadm join 192.0.2.131:6443 --token abcdef.0123456789abcdef \\\n\t--discovery-token-ca-cert-hash sha256:aa ",
       joincmd.text(o))
     o.control_plane, o.certificate_key = true, "kk"
-    assert.equal("moonadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef \\\n\t--discovery-token-ca-cert-hash sha256:aa " ..
+    assert.equal("moonadm join 192.0.2.131:6443 --token abcdef.0123456789abcdef \\\n\t--discovery-token-ca-cert-hash sha256:aa " ..
       "\\\n\t--control-plane --certificate-key kk", joincmd.text(o))
-    assert.equal("moonadm join 10.0.0.1:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:aa " ..
+    assert.equal("moonadm join 192.0.2.131:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:aa " ..
       "--control-plane --certificate-key kk", joincmd.one_line(joincmd.text(o)))
-    assert.equal("10.0.0.1:6443", joincmd.endpoint("https://10.0.0.1:6443"))
+    assert.equal("192.0.2.131:6443", joincmd.endpoint("https://192.0.2.131:6443"))
   end)
 
   it("pin the CA's public key", function()
@@ -192,14 +192,14 @@ describe("addons", function()
   end)
 
   it("kube-proxy: config.conf as kubeadm serialises it, kubeconfig to the endpoint", function()
-    local objs = addons.proxy_objects(cluster, nil, "https://10.0.0.1:6443", "10.0.0.1")
+    local objs = addons.proxy_objects(cluster, nil, "https://192.0.2.131:6443", "192.0.2.131")
     local cm = objs[5]
     local conf = yaml.decode(cm.data["config.conf"])[1]
     assert.equal("10.244.0.0/16", conf.clusterCIDR)
     assert.equal("0.0.0.0", conf.bindAddress)
     assert.equal("/var/lib/kube-proxy/kubeconfig.conf", conf.clientConnection.kubeconfig)
     assert.equal(yaml.null, conf.conntrack.maxPerCore)
-    assert.matches("server: https://10.0.0.1:6443", cm.data["kubeconfig.conf"])
+    assert.matches("server: https://192.0.2.131:6443", cm.data["kubeconfig.conf"])
     assert.equal("registry.k8s.io/kube-proxy:v1.35.4", objs[6].spec.template.spec.containers[1].image)
     assert.equal("iptables", yaml.decode(addons.proxy_objects(cluster, { mode = "iptables" }, "https://x:6443")[5].data["config.conf"])[1].mode)
   end)
@@ -233,12 +233,12 @@ describe("wait-control-plane", function()
 
   it("reads the endpoints from the manifests", function()
     local m = {
-      ["kube-apiserver.yaml"] = "spec:\n  containers:\n  - command:\n    - kube-apiserver\n    - --advertise-address=10.0.0.1\n    - --secure-port=6443\n",
+      ["kube-apiserver.yaml"] = "spec:\n  containers:\n  - command:\n    - kube-apiserver\n    - --advertise-address=192.0.2.131\n    - --secure-port=6443\n",
       ["kube-controller-manager.yaml"] = "spec:\n  containers:\n  - command:\n    - kube-controller-manager\n    - --bind-address=127.0.0.1\n",
       ["kube-scheduler.yaml"] = "spec:\n  containers:\n  - command:\n    - kube-scheduler\n    - --secure-port=20259\n",
     }
     local c = wait.components(function(f) return m[f] end)
-    assert.same({ "https://10.0.0.1:6443/livez", "https://127.0.0.1:10257/healthz", "https://127.0.0.1:20259/livez" },
+    assert.same({ "https://192.0.2.131:6443/livez", "https://127.0.0.1:10257/healthz", "https://127.0.0.1:20259/livez" },
       { c[1].url, c[2].url, c[3].url })
     assert.has_error(function() wait.components(function() return nil, "gone" end) end)
   end)
@@ -281,7 +281,7 @@ apiVersion: v1
 clusters:
 - cluster:
     certificate-authority-data: Q0E=
-    server: https://10.0.0.1:6443
+    server: https://192.0.2.131:6443
   name: kubernetes
 contexts:
 - context:

@@ -36,7 +36,7 @@ local CASES = {
     .. "too large; for 32-bit addresses the mask must be >= 12" },
   { "advertise_unspecified.yaml", '4: InitConfiguration.localAPIEndpoint.advertiseAddress: cannot use "0.0.0.0" as '
     .. "the advertise address of the API server (unspecified address)" },
-  { "advertise_ip.yaml", '4: InitConfiguration.localAPIEndpoint.advertiseAddress: "10.0.0.300" is not a valid IP address' },
+  { "advertise_ip.yaml", '4: InitConfiguration.localAPIEndpoint.advertiseAddress: "192.0.2.300" is not a valid IP address' },
   { "etcd_both.yaml", "6: ClusterConfiguration.etcd: local and external are mutually exclusive" },
   { "join_no_discovery.yaml", "1: JoinConfiguration.discovery: bootstrapToken or file must be set", "join" },
   { "join_unsafe.yaml", "6: JoinConfiguration.discovery.bootstrapToken.caCertHashes: using token-based discovery "
@@ -49,12 +49,12 @@ local CASES = {
   { "version_old.yaml", "3: ClusterConfiguration.kubernetesVersion: this version of kubeadm only supports deploying "
     .. "clusters with the control plane version >= 1.34.0. Current version: v1.33.0" },
   { "unmount_flag.yaml", '5: ResetConfiguration.unmountFlags[1]: unsupported value "MNT_BOGUS"', "reset" },
-  { "cri_socket.yaml", '3: ResetConfiguration.criSocket: "tcp://10.0.0.1:3735": URL scheme "tcp" is not supported',
+  { "cri_socket.yaml", '3: ResetConfiguration.criSocket: "tcp://192.0.2.131:3735": URL scheme "tcp" is not supported',
     "reset" },
   { "v1beta3_reset.yaml", '2: kind "ResetConfiguration" does not exist in kubeadm.k8s.io/v1beta3; use '
     .. "kubeadm.k8s.io/v1beta4", "reset" },
   { "list_type.yaml", '4: ClusterConfiguration.apiServer.certSANs: expected a list, got a string '
-    .. '("lb.example.com,10.0.0.100")' },
+    .. '("lb.example.com,192.0.2.230")' },
   { "extra_args_map.yaml", "4: ClusterConfiguration.apiServer.extraArgs: expected a list, got a mapping" },
   { "component_kind.yaml", '5: unknown kind "KubeProxyConfiguration" for apiVersion "kubelet.config.k8s.io/v1beta1" '
     .. "(expected KubeletConfiguration)" },

@@ -71,7 +71,7 @@ dns:
   imageTag: v9.9.9
 etcd:
   external:
-    endpoints: ["https://10.0.0.9:2379"]
+    endpoints: ["https://192.0.2.139:2379"]
     caFile: /etc/ca.crt
     certFile: /etc/c.crt
     keyFile: /etc/c.key
@@ -130,7 +130,7 @@ etcd:
 apiVersion: kubeadm.k8s.io/v1beta3
 kind: InitConfiguration
 localAPIEndpoint:
-  advertiseAddress: 10.0.0.5 # here too
+  advertiseAddress: 192.0.2.135 # here too
 nodeRegistration:
   name: node1
   criSocket: unix:///var/run/containerd/containerd.sock
@@ -156,7 +156,7 @@ discovery:
   timeout: 3m0s
   bootstrapToken:
     token: abcdef.0123456789abcdef
-    apiServerEndpoint: 10.0.0.5:6443
+    apiServerEndpoint: 192.0.2.135:6443
     unsafeSkipCAVerification: true
 ]],
       ["v1beta3 ClusterConfiguration alone (InitConfiguration defaulted: host name, advertise address)"] = [[
@@ -214,7 +214,7 @@ nodeRegistration:
   name: n1
   criSocket: unix:///var/run/containerd/containerd.sock
 localAPIEndpoint:
-  advertiseAddress: 10.0.0.5
+  advertiseAddress: 192.0.2.135
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration

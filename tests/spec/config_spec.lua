@@ -227,13 +227,13 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 etcd:
   external:
-    endpoints: [https://10.0.0.5:2379]
+    endpoints: [https://192.0.2.135:2379]
     caFile: /etc/etcd/ca.crt
     certFile: /etc/etcd/client.crt
     keyFile: /etc/etcd/client.key
 ]]))
     assert.is_nil(cfg.cluster.etcd["local"])
-    assert.equal("https://10.0.0.5:2379", cfg.cluster.etcd.external.endpoints[1])
+    assert.equal("https://192.0.2.135:2379", cfg.cluster.etcd.external.endpoints[1])
   end)
 
   it("treat empty strings and 0 as unset, as kubeadm's omitempty does", function()
@@ -394,7 +394,7 @@ end)
 describe("flags", function()
   it("build the configuration without a file", function()
     local cfg = assert(config.load { kind = "init", flags = {
-      ["apiserver-advertise-address"] = "10.0.0.10", ["apiserver-bind-port"] = "7443",
+      ["apiserver-advertise-address"] = "192.0.2.140", ["apiserver-bind-port"] = "7443",
       ["control-plane-endpoint"] = "lb.example.com:6443", ["pod-network-cidr"] = "10.244.0.0/16",
       ["service-cidr"] = "10.112.0.0/12", ["service-dns-domain"] = "corp.local", ["node-name"] = "cp-1",
       ["cri-socket"] = "unix:///run/crio/crio.sock", ["kubernetes-version"] = "1.35.2",
@@ -402,10 +402,10 @@ describe("flags", function()
       ["image-repository"] = "mirror.example.com/k8s", token = "abcdef.0123456789abcdef", ["token-ttl"] = "2h",
       ["upload-certs"] = true, ["certificate-key"] = ("ab"):rep(32), ["skip-phases"] = "addon/kube-proxy,show-join-command",
       ["ignore-preflight-errors"] = { "Swap", "NumCPU" }, patches = "/etc/patches", ["dry-run"] = true,
-      ["apiserver-cert-extra-sans"] = "LB.example.com,10.0.0.100",
+      ["apiserver-cert-extra-sans"] = "LB.example.com,192.0.2.230",
     } })
     local i, c = cfg.init, cfg.cluster
-    assert.equal("10.0.0.10", i.localAPIEndpoint.advertiseAddress)
+    assert.equal("192.0.2.140", i.localAPIEndpoint.advertiseAddress)
     assert.equal(7443, i.localAPIEndpoint.bindPort)
     assert.equal("lb.example.com:6443", c.controlPlaneEndpoint)
     assert.equal("10.244.0.0/16", c.networking.podSubnet)
@@ -425,7 +425,7 @@ describe("flags", function()
     assert.same({ "numcpu", "swap" }, i.nodeRegistration.ignorePreflightErrors)
     assert.equal("/etc/patches", i.patches.directory)
     assert.is_true(i.dryRun)
-    assert.same({ "lb.example.com", "10.0.0.100" }, c.apiServer.certSANs)
+    assert.same({ "lb.example.com", "192.0.2.230" }, c.apiServer.certSANs)
     assert.is_true(cfg.flags["upload-certs"])
   end)
 
@@ -471,13 +471,13 @@ describe("flags", function()
   end)
 
   it("build a join: --token for both tokens, the endpoint argument, CA pins", function()
-    local cfg = assert(config.load { kind = "join", args = { "10.0.0.10:6443" }, flags = {
+    local cfg = assert(config.load { kind = "join", args = { "192.0.2.140:6443" }, flags = {
       token = "abcdef.0123456789abcdef", ["node-name"] = "worker-1",
       ["discovery-token-ca-cert-hash"] = { "sha256:" .. ("AB"):rep(32), "sha256:" .. ("cd"):rep(32) } } })
     local d = cfg.join.discovery
     assert.equal("abcdef.0123456789abcdef", d.bootstrapToken.token)
     assert.equal("abcdef.0123456789abcdef", d.tlsBootstrapToken)
-    assert.equal("10.0.0.10:6443", d.bootstrapToken.apiServerEndpoint)
+    assert.equal("192.0.2.140:6443", d.bootstrapToken.apiServerEndpoint)
     assert.same({ "sha256:" .. ("ab"):rep(32), "sha256:" .. ("cd"):rep(32) }, d.bootstrapToken.caCertHashes)
     assert.is_nil(cfg.join.controlPlane)
     assert.is_nil(cfg.cluster)
@@ -486,12 +486,12 @@ describe("flags", function()
 
   it("build a control-plane join, and ignore control-plane flags without --control-plane", function()
     local base = { token = "abcdef.0123456789abcdef", ["discovery-token-unsafe-skip-ca-verification"] = true,
-      ["node-name"] = "cp-2", ["apiserver-advertise-address"] = "10.0.0.11", ["certificate-key"] = ("ef"):rep(32) }
+      ["node-name"] = "cp-2", ["apiserver-advertise-address"] = "192.0.2.141", ["certificate-key"] = ("ef"):rep(32) }
     local cp = {}
     for k, v in pairs(base) do cp[k] = v end
     cp["control-plane"] = true
     local cfg = assert(config.load { kind = "join", args = { "lb:6443" }, flags = cp })
-    assert.equal("10.0.0.11", cfg.join.controlPlane.localAPIEndpoint.advertiseAddress)
+    assert.equal("192.0.2.141", cfg.join.controlPlane.localAPIEndpoint.advertiseAddress)
     assert.equal(6443, cfg.join.controlPlane.localAPIEndpoint.bindPort)
     assert.equal(("ef"):rep(32), cfg.join.controlPlane.certificateKey)
     local worker = assert(config.load { kind = "join", args = { "lb:6443" }, flags = base })

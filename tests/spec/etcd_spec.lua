@@ -345,11 +345,11 @@ describe("etcd endpoints from the etcd pods' annotations (KEP-2506)", function()
     local c = fake {
       "connection refused",
       {},
-      { pod("etcd-a", "https://10.0.0.1:2379"), pod("etcd-b", nil) },
-      { pod("etcd-a", "https://10.0.0.1:2379"), pod("etcd-b", "https://10.0.0.2:2379,https://10.0.0.1:2379") },
+      { pod("etcd-a", "https://192.0.2.131:2379"), pod("etcd-b", nil) },
+      { pod("etcd-a", "https://192.0.2.131:2379"), pod("etcd-b", "https://192.0.2.132:2379,https://192.0.2.131:2379") },
     }
     local urls = assert(endpoints.endpoints_from_pods(c, nosleep))
-    assert.same({ "https://10.0.0.1:2379", "https://10.0.0.2:2379" }, urls)
+    assert.same({ "https://192.0.2.131:2379", "https://192.0.2.132:2379" }, urls)
     assert.equal(4, #c.calls)
     assert.equal("kube-system", c.calls[1].ref.namespace)
     assert.equal("Pod", c.calls[1].ref.kind)
@@ -358,7 +358,7 @@ describe("etcd endpoints from the etcd pods' annotations (KEP-2506)", function()
 
   it("gives up at the timeout naming the pods without the annotation", function()
     local t = 0
-    local c = fake { { pod("etcd-a", "https://10.0.0.1:2379"), pod("etcd-b", nil) } }
+    local c = fake { { pod("etcd-a", "https://192.0.2.131:2379"), pod("etcd-b", nil) } }
     local urls, err = endpoints.endpoints_from_pods(c, { timeout = 2, interval = 0.5,
       sleep = function(s) t = t + s end, clock = function() return t end })
     assert.is_nil(urls)

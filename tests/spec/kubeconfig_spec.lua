@@ -21,7 +21,7 @@ controlPlaneEndpoint: lb.example.com
 
 local function run(root, dir, addr, ...)
   local c = dir .. "/k.yaml"
-  helpers.write(c, CFG:format(addr or "10.0.0.5"))
+  helpers.write(c, CFG:format(addr or "192.0.2.135"))
   local args = { "init", "phase", ... }
   for _, a in ipairs { "--root", root, "--config", c } do args[#args + 1] = a end
   return helpers.moonadm(args)
@@ -48,9 +48,9 @@ describe("init phase kubeconfig", function()
   local want = {
     ["admin.conf"] = { "kubernetes-admin", { "kubeadm:cluster-admins" }, "https://lb.example.com:6443" },
     ["super-admin.conf"] = { "kubernetes-super-admin", { "system:masters" }, "https://lb.example.com:6443" },
-    ["kubelet.conf"] = { "system:node:cp1", { "system:nodes" }, "https://10.0.0.5:6443" },
-    ["controller-manager.conf"] = { "system:kube-controller-manager", {}, "https://10.0.0.5:6443" },
-    ["scheduler.conf"] = { "system:kube-scheduler", {}, "https://10.0.0.5:6443" },
+    ["kubelet.conf"] = { "system:node:cp1", { "system:nodes" }, "https://192.0.2.135:6443" },
+    ["controller-manager.conf"] = { "system:kube-controller-manager", {}, "https://192.0.2.135:6443" },
+    ["scheduler.conf"] = { "system:kube-scheduler", {}, "https://192.0.2.135:6443" },
   }
 
   it("prints kubeadm's lines", function()
@@ -107,11 +107,11 @@ describe("init phase kubeconfig", function()
 
   it("keeps existing files, warns about another server, refuses a wrong CA", function()
     local before = helpers.read(root .. "/etc/kubernetes/admin.conf")
-    local code, o, err = run(root, dir, "10.0.0.6", "kubeconfig", "all")
+    local code, o, err = run(root, dir, "192.0.2.136", "kubeconfig", "all")
     assert.equal(0, code, err)
     assert.matches('Using existing kubeconfig file: "/etc/kubernetes/admin.conf"', o, 1, true)
     assert.matches('a kubeconfig file "/etc/kubernetes/scheduler.conf" exists already but has an unexpected API Server URL: '
-      .. "expected: https://10.0.0.6:6443, got: https://10.0.0.5:6443", err, 1, true)
+      .. "expected: https://192.0.2.136:6443, got: https://192.0.2.135:6443", err, 1, true)
     local _, n = err:gsub("unexpected API Server URL", "")
     assert.equal(3, n) -- kubelet, controller-manager, scheduler; once each
     assert.equal(before, helpers.read(root .. "/etc/kubernetes/admin.conf"))
@@ -130,7 +130,7 @@ describe("init phase kubeconfig", function()
   it("kubelet.conf follows the CPE when ControlPlaneKubeletLocalMode is off", function()
     local d = helpers.tmpdir()
     local c = d .. "/k.yaml"
-    helpers.write(c, CFG:format("10.0.0.5") .. "featureGates:\n  ControlPlaneKubeletLocalMode: false\n")
+    helpers.write(c, CFG:format("192.0.2.135") .. "featureGates:\n  ControlPlaneKubeletLocalMode: false\n")
     local code, _, err = helpers.moonadm({ "init", "phase", "certs", "ca", "--root", d .. "/r", "--config", c })
     assert.equal(0, code, err)
     code, _, err = helpers.moonadm({ "init", "phase", "kubeconfig", "kubelet", "--root", d .. "/r", "--config", c })

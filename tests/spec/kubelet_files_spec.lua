@@ -7,7 +7,7 @@ local kcfg = require "kubelet.config"
 local kflags = require "kubelet.flags_env"
 local HOST = require("config").node_name_default()
 
-local INIT = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 10.0.0.5\n" ..
+local INIT = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 192.0.2.135\n" ..
   "nodeRegistration:\n  name: %s\n%s"
 
 describe("kubelet files", function()

@@ -13,14 +13,14 @@ describe("lab node: the installed kubelet release", function()
     root, bin = dir .. "/cp1", dir .. "/bin"
     h.write(bin .. "/kubelet", "#!/bin/sh\n")
     h.write(bin .. "/v1.36.3/kubelet", "#!/bin/sh\n")
-    h.write(root .. "/var/lib/kubelet/kubeadm-flags.env", 'KUBELET_KUBEADM_ARGS="--node-ip=10.0.0.1"\n')
+    h.write(root .. "/var/lib/kubelet/kubeadm-flags.env", 'KUBELET_KUBEADM_ARGS="--node-ip=192.0.2.131"\n')
   end)
   after_each(function() h.rmrf(dir) end)
 
   it("runs the top of the bin dir when no release is recorded", function()
     local argv = assert(node():kubelet_argv())
     assert.equal(bin .. "/kubelet", argv[1])
-    assert.equal("--node-ip=10.0.0.1", argv[#argv])
+    assert.equal("--node-ip=192.0.2.131", argv[#argv])
   end)
 
   it("runs the recorded release's kubelet, read again at each start (a swap is a write and a restart)", function()

@@ -14,7 +14,7 @@ local HEAD = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocal
   "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n"
 
 local function mkctx(root, cluster_yaml, adv, flags)
-  local cfg = assert(config.load { text = HEAD:format(adv or "10.0.0.5") .. (cluster_yaml or ""), filename = "k.yaml",
+  local cfg = assert(config.load { text = HEAD:format(adv or "192.0.2.135") .. (cluster_yaml or ""), filename = "k.yaml",
     kind = "init", no_host_defaults = true })
   return context.new { command = "init", cfg = cfg, gates = cfg.gates, flags = flags or {}, root = root }
 end
@@ -29,7 +29,7 @@ describe("static pod manifests", function()
   it("kube-apiserver: kubeadm's flags, annotation, probes, volumes and pod fields", function()
     local p = require("manifests.apiserver").build(mkctx(root, "networking:\n  podSubnet: 10.244.0.0/16\n"))
     local want = {
-      "kube-apiserver", "--advertise-address=10.0.0.5", "--allow-privileged=true", "--authorization-mode=Node,RBAC",
+      "kube-apiserver", "--advertise-address=192.0.2.135", "--allow-privileged=true", "--authorization-mode=Node,RBAC",
       "--client-ca-file=/etc/kubernetes/pki/ca.crt", "--enable-admission-plugins=NodeRestriction",
       "--enable-bootstrap-token-auth=true", "--etcd-cafile=/etc/kubernetes/pki/etcd/ca.crt",
       "--etcd-certfile=/etc/kubernetes/pki/apiserver-etcd-client.crt",
@@ -52,7 +52,7 @@ describe("static pod manifests", function()
     assert.equal("v1", p.apiVersion); assert.equal("Pod", p.kind)
     assert.same({ name = "kube-apiserver", namespace = "kube-system",
       labels = { component = "kube-apiserver", tier = "control-plane" },
-      annotations = { ["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"] = "10.0.0.5:6443" } }, p.metadata)
+      annotations = { ["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"] = "192.0.2.135:6443" } }, p.metadata)
     local s = p.spec
     assert.is_true(s.hostNetwork)
     assert.equal(2000001000, s.priority)
@@ -64,11 +64,11 @@ describe("static pod manifests", function()
     assert.same({ { containerPort = 6443, name = "probe-port", protocol = "TCP" } }, { table.unpack(c.ports) })
     assert.same({ requests = { cpu = "250m" } }, c.resources)
     assert.same({ failureThreshold = 8, initialDelaySeconds = 10, periodSeconds = 10, timeoutSeconds = 15,
-      httpGet = { host = "10.0.0.5", path = "/livez", port = "probe-port", scheme = "HTTPS" } }, c.livenessProbe)
+      httpGet = { host = "192.0.2.135", path = "/livez", port = "probe-port", scheme = "HTTPS" } }, c.livenessProbe)
     assert.same({ failureThreshold = 3, periodSeconds = 1, timeoutSeconds = 15,
-      httpGet = { host = "10.0.0.5", path = "/readyz", port = "probe-port", scheme = "HTTPS" } }, c.readinessProbe)
+      httpGet = { host = "192.0.2.135", path = "/readyz", port = "probe-port", scheme = "HTTPS" } }, c.readinessProbe)
     assert.same({ failureThreshold = 24, initialDelaySeconds = 10, periodSeconds = 10, timeoutSeconds = 15,
-      httpGet = { host = "10.0.0.5", path = "/livez", port = "probe-port", scheme = "HTTPS" } }, c.startupProbe)
+      httpGet = { host = "192.0.2.135", path = "/livez", port = "probe-port", scheme = "HTTPS" } }, c.startupProbe)
     -- on an empty root only the two volumes kubeadm always mounts
     assert.same({ { name = "ca-certs", hostPath = { path = "/etc/ssl/certs", type = "DirectoryOrCreate" } },
       { name = "k8s-certs", hostPath = { path = "/etc/kubernetes/pki", type = "DirectoryOrCreate" } } }, { table.unpack(s.volumes) })
@@ -203,16 +203,16 @@ apiServer:
 
   it("etcd: kubeadm v1.35's flags, annotation, probes on the metrics port, data and cert volumes", function()
     local p = require("manifests.etcd").build(mkctx(root))
-    assert.same({ "etcd", "--advertise-client-urls=https://10.0.0.5:2379", "--cert-file=/etc/kubernetes/pki/etcd/server.crt",
+    assert.same({ "etcd", "--advertise-client-urls=https://192.0.2.135:2379", "--cert-file=/etc/kubernetes/pki/etcd/server.crt",
       "--client-cert-auth=true", "--data-dir=/var/lib/etcd", "--feature-gates=InitialCorruptCheck=true",
-      "--initial-advertise-peer-urls=https://10.0.0.5:2380", "--initial-cluster=cp1=https://10.0.0.5:2380",
+      "--initial-advertise-peer-urls=https://192.0.2.135:2380", "--initial-cluster=cp1=https://192.0.2.135:2380",
       "--key-file=/etc/kubernetes/pki/etcd/server.key",
-      "--listen-client-urls=https://127.0.0.1:2379,https://10.0.0.5:2379", "--listen-metrics-urls=http://127.0.0.1:2381",
-      "--listen-peer-urls=https://10.0.0.5:2380", "--name=cp1", "--peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt",
+      "--listen-client-urls=https://127.0.0.1:2379,https://192.0.2.135:2379", "--listen-metrics-urls=http://127.0.0.1:2381",
+      "--listen-peer-urls=https://192.0.2.135:2380", "--name=cp1", "--peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt",
       "--peer-client-cert-auth=true", "--peer-key-file=/etc/kubernetes/pki/etcd/peer.key",
       "--peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt", "--snapshot-count=10000",
       "--trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt", "--watch-progress-notify-interval=5s" }, { table.unpack(cmd_of(p)) })
-    assert.equal("https://10.0.0.5:2379", p.metadata.annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"])
+    assert.equal("https://192.0.2.135:2379", p.metadata.annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"])
     local c = p.spec.containers[1]
     assert.equal("registry.k8s.io/etcd:3.6.6-0", c.image)
     assert.same({ requests = { cpu = "100m", memory = "100Mi" } }, c.resources)
@@ -240,13 +240,13 @@ apiServer:
     local p = require("manifests.apiserver").build(mkctx(root, [[
 etcd:
   external:
-    endpoints: [https://10.0.0.9:2379, https://10.0.0.10:2379]
+    endpoints: [https://192.0.2.139:2379, https://192.0.2.140:2379]
     caFile: /opt/etcd/ca.crt
     certFile: /opt/etcd/client.crt
     keyFile: /opt/etcd/client.key
 ]]))
     local a = args.parse(cmd_of(p))
-    assert.equal("https://10.0.0.9:2379,https://10.0.0.10:2379", a["etcd-servers"])
+    assert.equal("https://192.0.2.139:2379,https://192.0.2.140:2379", a["etcd-servers"])
     assert.equal("/opt/etcd/ca.crt", a["etcd-cafile"])
     assert.equal("/opt/etcd/client.crt", a["etcd-certfile"])
     local vols = {}
@@ -284,7 +284,7 @@ describe("control-plane and etcd phases through the binary", function()
   before_each(function() root = h.tmpdir() end)
   after_each(function() h.rmrf(root) end)
 
-  local cfg_text = HEAD:format("10.0.0.5") .. "kubernetesVersion: v1.35.4\nnetworking:\n  podSubnet: 10.244.0.0/16\n"
+  local cfg_text = HEAD:format("192.0.2.135") .. "kubernetesVersion: v1.35.4\nnetworking:\n  podSubnet: 10.244.0.0/16\n"
   local NOPROXY = "env -u HTTP_PROXY -u http_proxy -u HTTPS_PROXY -u https_proxy -u NO_PROXY -u no_proxy "
 
   local function run(r)
@@ -333,7 +333,7 @@ describe("control-plane and etcd phases through the binary", function()
   end)
 
   it("external etcd: etcd local writes no manifest", function()
-    h.write(root .. "/k.yaml", HEAD:format("10.0.0.5") .. "etcd:\n  external:\n    endpoints: [https://10.0.0.9:2379]\n")
+    h.write(root .. "/k.yaml", HEAD:format("192.0.2.135") .. "etcd:\n  external:\n    endpoints: [https://192.0.2.139:2379]\n")
     local code, out = h.moonadm { "init", "phase", "etcd", "local", "--root", root, "--config", root .. "/k.yaml" }
     assert.equal(0, code)
     assert.matches("External etcd mode", out, 1, true)

@@ -186,7 +186,7 @@ spec:
       h.write(pdir .. "/kube-controller-manager+merge.yaml", "metadata:\n  labels:\n    patched: cm\n")
       h.write(pdir .. "/kube-scheduler+json.yaml", "- op: add\n  path: /metadata/labels/patched\n  value: sched\n")
       h.write(pdir .. "/etcd.yaml", "spec:\n  containers:\n  - name: etcd\n    resources:\n      requests:\n        memory: 1Gi\n")
-      h.write(root .. "/k.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 10.0.0.5\n" ..
+      h.write(root .. "/k.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 192.0.2.135\n" ..
         "patches:\n  directory: " .. pdir .. "\n")
       for _, ph in ipairs { { "control-plane", "all" }, { "etcd", "local" } } do
         local code, out, err = h.moonadm { "init", "phase", ph[1], ph[2], "--root", root, "--config", root .. "/k.yaml" }

@@ -53,7 +53,7 @@ describe("preflight", function()
   it("external etcd skips the etcd ports and data dir", function()
     local l2379 = net.listen("0.0.0.0", 2379) -- may already be taken elsewhere: either way it must not be checked
     h.write(root .. "/var/lib/etcd/x", "x")
-    h.write(root .. "/k.yaml", cfg(16443, "---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\netcd:\n  external:\n    endpoints: [https://10.0.0.9:2379]\n"))
+    h.write(root .. "/k.yaml", cfg(16443, "---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\netcd:\n  external:\n    endpoints: [https://192.0.2.139:2379]\n"))
     local code, _, err = h.moonadm { "init", "phase", "preflight", "--root", root, "--config", root .. "/k.yaml",
       "--node-runtime", "none", "--ignore-preflight-errors", "Port-10250,Port-10257,Port-10259,Port-16443" }
     assert.equal(0, code, err)
@@ -67,7 +67,7 @@ describe("preflight", function()
     h.write(root .. "/etc/kubernetes/manifests/etcd.yaml", "x")
     local l = assert(net.listen("127.0.0.1", 0))
     h.write(root .. "/j.yaml", ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n" ..
-      "    apiServerEndpoint: 10.0.0.1:6443\n    token: abcdef.0123456789abcdef\n    unsafeSkipCAVerification: true\n" ..
+      "    apiServerEndpoint: 192.0.2.131:6443\n    token: abcdef.0123456789abcdef\n    unsafeSkipCAVerification: true\n" ..
       "controlPlane:\n  localAPIEndpoint:\n    advertiseAddress: 127.0.0.1\n    bindPort: %d\n"):format(l:port()))
     local code, _, err = h.moonadm { "join", "phase", "preflight", "--root", root, "--config", root .. "/j.yaml", "--node-runtime", "none" }
     assert.equal(1, code)

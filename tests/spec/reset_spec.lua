@@ -14,7 +14,7 @@ spec:
   containers:
   - command:
     - etcd
-    - --initial-advertise-peer-urls=https://10.9.9.9:2380
+    - --initial-advertise-peer-urls=https://192.0.2.199:2380
     - --data-dir=/srv/etcd-data
     name: etcd
   volumes:
@@ -214,10 +214,10 @@ describe("reset modules", function()
     local data = require "flows.reset.data"
     assert.is_nil(data.advertise_address(nil, nil))
     h.write(root .. "/etc/kubernetes/manifests/etcd.yaml", ETCD_MANIFEST)
-    assert.equal("10.9.9.9", (data.advertise_address(nil, nil)))
+    assert.equal("192.0.2.199", (data.advertise_address(nil, nil)))
     h.write(root .. "/etc/kubernetes/manifests/kube-apiserver.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  annotations:\n" ..
-      "    kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint: 10.1.2.3:6443\nspec:\n  containers: []\n")
-    assert.equal("10.1.2.3", (data.advertise_address(nil, nil)))
+      "    kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint: 192.0.2.123:6443\nspec:\n  containers: []\n")
+    assert.equal("192.0.2.123", (data.advertise_address(nil, nil)))
   end)
 
   local function fake_members(list, remove_result)
@@ -233,12 +233,12 @@ describe("reset modules", function()
   it("removes this node's member by its peer URL; gone already and last member are fine, at once", function()
     local etcd = require "etcd.local_member"
     local ctx = { cfg = {} }
-    local r = { advertise = "10.0.0.3", cert_dir = "/etc/kubernetes/pki" }
-    local me = { id_hex = "abc", peer_urls = { "https://10.0.0.3:2380" } }
-    local calls, fake = fake_members({ me, { peer_urls = { "https://10.0.0.1:2380" } } }, { "removed" })
-    assert.equal("removed", (etcd.remove_member(ctx, r, { members = fake, endpoints = { "https://10.0.0.1:2379" } })))
-    assert.equal("https://10.0.0.3:2380", calls.remove)
-    assert.same({ "https://10.0.0.1:2379" }, calls.new.endpoints)
+    local r = { advertise = "192.0.2.133", cert_dir = "/etc/kubernetes/pki" }
+    local me = { id_hex = "abc", peer_urls = { "https://192.0.2.133:2380" } }
+    local calls, fake = fake_members({ me, { peer_urls = { "https://192.0.2.131:2380" } } }, { "removed" })
+    assert.equal("removed", (etcd.remove_member(ctx, r, { members = fake, endpoints = { "https://192.0.2.131:2379" } })))
+    assert.equal("https://192.0.2.133:2380", calls.remove)
+    assert.same({ "https://192.0.2.131:2379" }, calls.new.endpoints)
     assert.equal("healthcheck", calls.new.client)
     assert.truthy(calls.closed)
     _, fake = fake_members({}, { "not_found" })
@@ -249,10 +249,10 @@ describe("reset modules", function()
     assert.same({ "failed", "through the cluster's etcd endpoints: boom; through the local etcd: boom", 1 },
       { etcd.remove_member(ctx, r, { members = fake, endpoints = { "https://x:2379" }, local_endpoints = { "https://l:2379" } }) })
     -- the cluster cannot be read: the local etcd is asked, with this node's certificates
-    calls, fake = fake_members({ me, { peer_urls = { "https://10.0.0.1:2380" } } }, { "removed" })
-    assert.same({ "removed", "https://10.0.0.3:2380", 2 },
-      { etcd.remove_member(ctx, r, { members = fake, local_endpoints = { "https://10.0.0.3:2379" } }) })
-    assert.same({ "https://10.0.0.3:2379" }, calls.new.endpoints)
+    calls, fake = fake_members({ me, { peer_urls = { "https://192.0.2.131:2380" } } }, { "removed" })
+    assert.same({ "removed", "https://192.0.2.133:2380", 2 },
+      { etcd.remove_member(ctx, r, { members = fake, local_endpoints = { "https://192.0.2.133:2379" } }) })
+    assert.same({ "https://192.0.2.133:2379" }, calls.new.endpoints)
     assert.equal("/etc/kubernetes/pki", calls.new.cert_dir)
     assert.equal("failed", (etcd.remove_member(ctx, {}, {})))
     assert.equal("https://[fd00::3]:2380", etcd.peer_url("fd00::3"))
@@ -260,8 +260,8 @@ describe("reset modules", function()
 
   it("a member removed through its own etcd, which stopped before it answered, is confirmed by the others", function()
     local etcd = require "etcd.local_member"
-    local me = { id_hex = "abc", peer_urls = { "https://10.0.0.3:2380" }, client_urls = { "https://10.0.0.3:2379" } }
-    local other = { id_hex = "def", peer_urls = { "https://10.0.0.1:2380" }, client_urls = { "https://10.0.0.1:2379" } }
+    local me = { id_hex = "abc", peer_urls = { "https://192.0.2.133:2380" }, client_urls = { "https://192.0.2.133:2379" } }
+    local other = { id_hex = "def", peer_urls = { "https://192.0.2.131:2380" }, client_urls = { "https://192.0.2.131:2379" } }
     local asked, removed = {}, false
     local fake = { new = function(o)
       asked[#asked + 1] = table.concat(o.endpoints, ",")
@@ -269,10 +269,10 @@ describe("reset modules", function()
         remove = function() removed = true return nil, "connection refused", "unavailable" end,
         close = function() end }
     end }
-    local r = { advertise = "10.0.0.3", cert_dir = "/etc/kubernetes/pki" }
-    assert.same({ "removed", "https://10.0.0.3:2380", 2 },
-      { etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = { "https://10.0.0.3:2379" } }) })
-    assert.same({ "https://10.0.0.3:2379", "https://10.0.0.1:2379" }, asked)
+    local r = { advertise = "192.0.2.133", cert_dir = "/etc/kubernetes/pki" }
+    assert.same({ "removed", "https://192.0.2.133:2380", 2 },
+      { etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = { "https://192.0.2.133:2379" } }) })
+    assert.same({ "https://192.0.2.133:2379", "https://192.0.2.131:2379" }, asked)
     -- still listed by the others: the removal failed
     removed = false
     fake.new = function(o)
@@ -280,7 +280,7 @@ describe("reset modules", function()
       return { list = function() return { me, other } end, remove = function() return nil, "boom", "timeout" end,
         close = function() end }
     end
-    assert.equal("failed", (etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = { "https://10.0.0.3:2379" } })))
+    assert.equal("failed", (etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = { "https://192.0.2.133:2379" } })))
   end)
 
   it("the real etcd.members refuses the last member without retrying", function()
@@ -288,10 +288,10 @@ describe("reset modules", function()
     local members = require "etcd.members"
     local slept = 0
     local m = setmetatable({ c = { member_list = function() return { members = { { id = 1, id_hex = "1",
-      peer_urls = { "https://10.0.0.3:2380" } } } } end }, timeout = 120, interval = 0.5,
+      peer_urls = { "https://192.0.2.133:2380" } } } } end }, timeout = 120, interval = 0.5,
       sleep = function(s) slept = slept + s end, clock = function() return 0 end },
       getmetatable(assert(members.new { endpoints = { "https://127.0.0.1:1" } })))
-    local how, _, kind = m:remove("https://10.0.0.3:2380")
+    local how, _, kind = m:remove("https://192.0.2.133:2380")
     assert.is_nil(how)
     assert.equal("last_member", kind)
     assert.equal(0, slept)

@@ -339,7 +339,7 @@ end }
     it("audit-policy: the policy file, and kube-apiserver's audit flags and volumes in the manifest", function()
       local flow = put(root .. "/init-audit.lua", 'return {\n  "certs",\n  "kubeconfig",\n  "control-plane",\n}\n')
       local code, out, err = h.moonadm { "init", "--root", root .. "/r", "--flow", flow, "--phase-file", ex .. "audit-policy.lua",
-        "--phase-add", "audit-policy:before=control-plane", "--apiserver-advertise-address", "10.0.0.10" }
+        "--phase-add", "audit-policy:before=control-plane", "--apiserver-advertise-address", "192.0.2.140" }
       assert.equal(0, code, out .. err)
       local policy = require("moonadm.yaml").decode(h.read(root .. "/r/etc/kubernetes/audit/policy.yaml"))[1]
       assert.equal("Policy", policy.kind)

@@ -60,7 +60,7 @@ certificateKey: %s
 nodeRegistration:
   name: node1
 localAPIEndpoint:
-  advertiseAddress: 10.0.0.1
+  advertiseAddress: 192.0.2.131
 ]]):format(TOKEN_ID, TOKEN_SECRET, CERT_KEY)
 
 describe("secrets in output", function()
@@ -77,7 +77,7 @@ describe("secrets in output", function()
         { "init", "phase", "etcd", "local" }, { "init", "phase", "control-plane", "all" },
       } do
         local a = { table.unpack(args) }
-        for _, x in ipairs { "--root", root, "-v", "10", "--node-name", "node1", "--apiserver-advertise-address", "10.0.0.1" } do a[#a + 1] = x end
+        for _, x in ipairs { "--root", root, "-v", "10", "--node-name", "node1", "--apiserver-advertise-address", "192.0.2.131" } do a[#a + 1] = x end
         if fmt == "json" then a[#a + 1] = "--log-format=json" end
         local code, out, err = h.moonadm(a)
         outs[#outs + 1] = out .. err
@@ -148,7 +148,7 @@ describe("secrets in output", function()
   it("certs check-expiration and certs renew at -v 10, -o json and yaml, print no private key", function()
     local root = dir .. "/root"
     assert.equal(0, (h.moonadm { "init", "phase", "certs", "all", "--root", root }))
-    assert.equal(0, (h.moonadm { "init", "phase", "kubeconfig", "all", "--root", root, "--apiserver-advertise-address", "10.0.0.1" }))
+    assert.equal(0, (h.moonadm { "init", "phase", "kubeconfig", "all", "--root", root, "--apiserver-advertise-address", "192.0.2.131" }))
     local texts = {}
     for _, o in ipairs { "json", "yaml", "text" } do
       local code, out, err = h.moonadm { "certs", "check-expiration", "--root", root, "-o", o, "-v", "10" }
@@ -190,7 +190,7 @@ describe("key files and temp files", function()
         { "kubelet-start" } } do
       local cmd = { "env", "MOONADM_HOOK_LOG=" .. logf, hooks, "init", "phase" }
       for _, a in ipairs(args) do cmd[#cmd + 1] = a end
-      for _, x in ipairs { "--root", dir .. "/root", "--node-name", "node1", "--apiserver-advertise-address", "10.0.0.1" } do cmd[#cmd + 1] = x end
+      for _, x in ipairs { "--root", dir .. "/root", "--node-name", "node1", "--apiserver-advertise-address", "192.0.2.131" } do cmd[#cmd + 1] = x end
       local parts = {}
       for _, a in ipairs(cmd) do parts[#parts + 1] = h.q(a) end
       os.execute(table.concat(parts, " ") .. " >/dev/null 2>&1")

@@ -213,11 +213,11 @@ describe("upgrade helpers", function()
       contexts = { { name = "k@c", context = { cluster = "c", user = "k" } } },
       clusters = { { name = "c", cluster = { server = "https://lb:6443", ["certificate-authority-data"] = "AA==" } } },
       users = { { name = "k", user = { ["client-certificate"] = "/var/lib/kubelet/pki/kubelet-client-current.pem" } } } }
-    local new = kubeconfig.rewrite(kc, "https://lb:6443", "https://10.0.0.1:6443")
+    local new = kubeconfig.rewrite(kc, "https://lb:6443", "https://192.0.2.131:6443")
     local doc = yaml.decode(new)[1]
-    assert.equal("https://10.0.0.1:6443", doc.clusters[1].cluster.server)
+    assert.equal("https://192.0.2.131:6443", doc.clusters[1].cluster.server)
     assert.equal("AA==", doc.clusters[1].cluster["certificate-authority-data"])
-    local none, server = kubeconfig.rewrite(kc, "https://other:6443", "https://10.0.0.1:6443")
+    local none, server = kubeconfig.rewrite(kc, "https://other:6443", "https://192.0.2.131:6443")
     assert.is_nil(none)
     assert.equal("https://lb:6443", server)
   end)
