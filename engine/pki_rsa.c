@@ -201,6 +201,7 @@ static int search_prime(mpz_t p, unsigned bits, struct search_fail *f)
 bnfail:
 	search_failed(f, "OpenSSL's big-number arithmetic failed");
 out:
+	OPENSSL_cleanse(mark, sizeof mark); /* the start's residues: they tell about the prime */
 	if (buf) OPENSSL_secure_clear_free(buf, len);
 	BN_clear_free(cand);
 	BN_clear_free(less1);

@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config                                  # cc, make, ar, readelf
   liblua5.4-dev lua5.4 libssl-dev libyaml-dev libcurl4-openssl-dev
-  nettle-dev libgmp-dev                                       # RSA key generation (linked statically)
+  nettle-dev libgmp-dev                                       # SHA-256; RSA key generation (both linked statically)
   lua-cjson lua-luv                                           # loaded by the scripts at run time
   lua-busted lua-argparse                                     # the specs
   openssl curl ca-certificates                                # test fixtures, lab-bins downloads
