@@ -72,7 +72,7 @@ void ma_hex(const void *in, size_t n, char *out)
 
 void ma_sha256_hex(const void *data, size_t n, char out[65])
 {
-	/* nettle (linked statically for RSA): OpenSSL 3.0's EVP_Digest fetches SHA-256 from its provider
+	/* nettle (linked statically): OpenSSL 3.0's EVP_Digest fetches SHA-256 from its provider
 	 * on every call, ~150k instructions, more than hashing a journal; the journal hashes every file */
 	struct sha256_ctx ctx;
 	unsigned char md[SHA256_DIGEST_SIZE];

@@ -228,7 +228,7 @@ static BIGNUM *bn_of(const mpz_t z, int secret)
 /* One key as two independent prime searches, so a batch spreads over the cores by prime, not by
  * key: 5 keys on 2 cores are 10 searches of about equal cost, not 3 keys on one core and 2 on the
  * other, and a batch of one key waits for the slower search only (about 3/4 of both).
- * d = e^-1 mod (p-1)(q-1), as nettle's and Go's generators make it. */
+ * d = e^-1 mod (p-1)(q-1), as nettle's rsa_generate_keypair makes it. */
 struct ma_pki_rsa_job {
 	unsigned bits;
 	mpz_t prime[2]; /* p, q */
