@@ -7,9 +7,11 @@
  * 23 ms here, where a sieve and a probable-prime test take about 10 (README, "Choices"). Each
  * candidate that survives the sieve costs one modular exponentiation, and OpenSSL's (MULX/ADX
  * Montgomery code, a small base) is a quarter faster than GMP's mpz_powm on this machine; the one
- * candidate that passes it is then checked by GMP's mpz_probab_prime_p: Baillie-PSW and 4 Miller-
- * Rabin rounds with random bases, beyond FIPS 186-5's table B.1 for these sizes (5 rounds, or 4
- * and a Lucas test). Like nettle's, GMP's and Go's prime tests, these are not constant-time.
+ * candidate that passes it is then checked by GMP's mpz_probab_prime_p: Baillie-PSW and 4 more
+ * Miller-Rabin rounds (on bases from GMP's own fixed-seed generator), more rounds than FIPS 186-5's
+ * table B.1 asks for at these sizes (5, or 4 and a Lucas test); the search steps up from one random
+ * start, as OpenSSL 1.1 and Go before 1.24 (crypto/rand.Prime) did, not FIPS's fresh candidate per
+ * try. Like nettle's and GMP's, these tests are not constant-time (Go 1.24's are).
  * Everything after generation (PEM, signing, checks) is OpenSSL's, and the randomness is OpenSSL's
  * DRBG (RAND_priv_bytes). */
 #include "pki_int.h"
@@ -39,8 +41,12 @@ enum {
 	RSA_E = 65537,
 	PRIME_REPS = 28,          /* Baillie-PSW + 4 Miller-Rabin rounds (GMP 6.2's meaning of reps) */
 	SIEVE_LIMIT = 1 << 18,    /* odd primes below this divide the candidates (about 23,000) */
-	WINDOW = 2048,            /* odd candidates per random start: no prime among them once in ~300 */
+	WINDOW = 2048,            /* odd candidates per random start: for 1024-bit primes none is prime
+	                             once in ~300 starts (2048-bit: once in ~18); then a new start */
 };
+
+/* Three primes below 2^18 multiply into one unsigned long (the sieve's one division per three). */
+_Static_assert(sizeof(unsigned long) >= 8, "the sieve needs a 64-bit unsigned long");
 
 /* How a prime search failed: the DRBG or OpenSSL's arithmetic, with OpenSSL's error code (its
  * queue is the searching thread's, and the key may be finished on another). */
@@ -163,6 +169,7 @@ static int search_prime(mpz_t p, unsigned bits, struct search_fail *f)
 	BN_CTX *ctx = BN_CTX_secure_new();
 	BIGNUM *cand = BN_secure_new(), *less1 = BN_secure_new(), *r = BN_secure_new();
 	int rc = -1;
+	ERR_clear_error(); /* so a failure's reason is this search's, not an older one's on the thread */
 	if (!buf || !ctx || !cand || !less1 || !r) {
 		search_failed(f, "out of memory");
 		goto out;

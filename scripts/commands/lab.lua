@@ -129,24 +129,30 @@ M.help = {
     args = "", flags = M.flags.lb },
 }
 
-local function parse(spec, argv)
+-- `sub`: the subcommand, for those that take no argument (`lab down demo2` once took down the default
+-- lab, not demo2, and said every process had stopped).
+local function parse(spec, argv, sub)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
+  if sub and args[1] then
+    error(("moonadm lab %s takes no argument, got %q: a lab is named with --name (moonadm lab %s --name %s)"):format(
+      sub, args[1], sub, args[1]), 0)
+  end
   flags.dir = cluster.abs(flags.dir or cluster.default_dir(flags.name))
   log.setup { verbosity = flags.v }
   return flags, args, set
 end
 
 function M.up(argv)
-  local flags, _, set = parse(M.flags.up, argv)
+  local flags, _, set = parse(M.flags.up, argv, "up")
   return cluster.up(flags, set)
 end
 
-function M.down(argv) return cluster.down((parse(M.flags.down, argv))) end
+function M.down(argv) return cluster.down((parse(M.flags.down, argv, "down"))) end
 
-function M.status(argv) return cluster.status((parse(M.flags.status, argv))) end
+function M.status(argv) return cluster.status((parse(M.flags.status, argv, "status"))) end
 
-function M.network(argv) return cluster.network((parse(M.flags.network, argv))) end
+function M.network(argv) return cluster.network((parse(M.flags.network, argv, "network"))) end
 
 function M.exec(argv)
   local sep

@@ -852,6 +852,11 @@ function M.down(flags)
   need_root()
   local st = state.load(flags.dir)
   teardown(flags.dir, st, flags.name or net.NAME)
+  if not st then
+    log.result(("[lab] down: no lab in %s; removed what a lab named %s would have left (namespaces, bridge)"):format(
+      flags.dir, flags.name or net.NAME))
+    return 0
+  end
   log.result("[lab] down: every process stopped, namespaces and bridge removed")
   return 0
 end

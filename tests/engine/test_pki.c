@@ -193,9 +193,10 @@ static void test_rsa_keys_checked(void)
 			CHECK(BN_check_prime(p, bc, NULL) == 1 && BN_check_prime(q, bc, NULL) == 1, "%s: p or q not prime",
 			      algs[i]);
 			CHECK(BN_mod_word(p, 65537) != 1 && BN_mod_word(q, 65537) != 1, "%s: p or q is 1 mod e", algs[i]);
-			CHECK(diff && BN_sub(diff, p, q) && BN_num_bits(diff) > want[i].bits / 2 - 100, "%s: |p - q| too small",
-			      algs[i]);
-			BN_free(diff);
+			BIGNUM *limit = BN_new(); /* |p - q| > 2^(bits/2 - 100), strictly */
+			CHECK(diff && limit && BN_sub(diff, p, q) && BN_set_bit(limit, want[i].bits / 2 - 100) &&
+				      BN_ucmp(diff, limit) > 0, "%s: |p - q| too small", algs[i]);
+			BN_free(diff), BN_free(limit);
 			BN_CTX_free(bc);
 		}
 		for (size_t j = 0; j < i; j++) CHECK(!ma_pki_key_equal(k[i], k[j]), "keys %zu and %zu equal", i, j);
@@ -206,6 +207,23 @@ static void test_rsa_keys_checked(void)
 		BN_free(bn_n), BN_free(bn_e), BN_clear_free(p), BN_clear_free(q);
 	}
 	for (size_t i = 0; i < n; i++) ma_pki_key_free(k[i]);
+	/* an odd size: p gets the extra bit, n exactly the bits asked for */
+	EVP_PKEY *odd = ma_pki_rsa_generate(2049, &e);
+	BIGNUM *on = NULL, *op = NULL, *oq = NULL;
+	CHECK(odd, "RSA-2049: %s", e.msg);
+	if (odd) {
+		CHECK(EVP_PKEY_get_bn_param(odd, OSSL_PKEY_PARAM_RSA_N, &on) == 1 &&
+			      EVP_PKEY_get_bn_param(odd, OSSL_PKEY_PARAM_RSA_FACTOR1, &op) == 1 &&
+			      EVP_PKEY_get_bn_param(odd, OSSL_PKEY_PARAM_RSA_FACTOR2, &oq) == 1, "RSA-2049: parameters");
+		CHECK(on && op && oq && BN_num_bits(on) == 2049 && BN_num_bits(op) == 1025 && BN_num_bits(oq) == 1024,
+		      "RSA-2049: n %d, p %d, q %d bits", on ? BN_num_bits(on) : 0, op ? BN_num_bits(op) : 0,
+		      oq ? BN_num_bits(oq) : 0);
+		EVP_PKEY_CTX *oc = EVP_PKEY_CTX_new_from_pkey(NULL, odd, NULL);
+		CHECK(oc && EVP_PKEY_check(oc) == 1, "RSA-2049: OpenSSL's key check fails");
+		EVP_PKEY_CTX_free(oc);
+	}
+	BN_free(on), BN_clear_free(op), BN_clear_free(oq);
+	EVP_PKEY_free(odd);
 	/* a size outside 1024-16384 bits is refused with a message, not an abort */
 	CHECK(!ma_pki_rsa_job_new(512, &e) && strstr(e.msg, "512 bits"), "%s", e.msg);
 }

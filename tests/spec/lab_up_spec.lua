@@ -149,3 +149,17 @@ describe("lab subnets", function()
     net.LOCK = saved
   end)
 end)
+
+describe("lab commands that take no argument", function()
+  -- `lab down demo2` once took down the default lab (or nothing) and said every process had stopped.
+  -- (--name specnoarg: should the check go, the command acts on a lab that does not exist; `up` is
+  -- left out for that reason: it would bring one up.)
+  for _, sub in ipairs { "down", "status", "network" } do
+    it("refuse one (" .. sub .. "), naming --name, before touching any lab", function()
+      local code, out, err = h.moonadm { "lab", sub, "demo2", "--name", "specnoarg" }
+      assert.equal(1, code, out)
+      assert.matches(("moonadm lab %s takes no argument, got \"demo2\": a lab is named with --name " ..
+        "(moonadm lab %s --name demo2)"):format(sub, sub), err, 1, true)
+    end)
+  end
+end)
