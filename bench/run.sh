@@ -12,10 +12,13 @@ bin/moonadm lua bench/bench.lua
 out=${BENCH_OUT:-bench/results}
 # The chart: python3 + matplotlib (Debian: python3-matplotlib).
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
+# Without one, latest.png (an earlier run's) goes: no chart is better than one that shows another run,
+# and no dated copy is made under this run's name.
 if "$PY" -c 'import matplotlib' 2>/dev/null; then
   "$PY" bench/chart.py "$out/latest.json" "$out/latest.png"
+  cp "$out/latest.png" "$out/$(ls -t "$out" | grep -m1 'Z\.json$' | sed 's/\.json$/.png/')"
 else
-  echo "bench: no chart: apt-get install python3-matplotlib" >&2
+  rm -f "$out/latest.png"
+  echo "bench: no chart (latest.png removed, it showed an earlier run): apt-get install python3-matplotlib" >&2
 fi
-[ -f "$out/latest.png" ] && cp "$out/latest.png" "$out/$(ls -t "$out" | grep -m1 'Z\.json$' | sed 's/\.json$/.png/')"
 echo "bench: done in $(( $(date +%s) - start ))s"
