@@ -125,8 +125,8 @@ static int same_content(const char *host, const void *data, size_t len, mode_t m
 
 /* ---- group commit (see fs.h): temp files written now, made durable and renamed together ---- */
 struct pending {
-	char host[MA_PATH_MAX], tmp[MA_PATH_MAX];
-	int fd; /* open until its rename: the flock tells ma_fs_clean_temps its writer lives */
+	char *host, *tmp; /* allocated to size: a group holds up to GROUP_MAX of them (issue 19's memory) */
+	int fd;           /* open until its rename: the flock tells ma_fs_clean_temps its writer lives */
 };
 enum { GROUP_MAX = 128 }; /* fds held at once; a bigger group commits early */
 static struct pending *pend;
@@ -153,10 +153,18 @@ static struct pending *pending_find(const char *host)
 	return NULL;
 }
 
+static void pending_free(struct pending *p)
+{
+	free(p->host);
+	free(p->tmp);
+	p->host = p->tmp = NULL;
+}
+
 static void pending_drop(struct pending *p)
 {
 	close(p->fd);
 	unlink(p->tmp);
+	pending_free(p);
 }
 
 void ma_fs_group_begin(void)
@@ -238,17 +246,14 @@ int ma_fs_group_commit(ma_err *e)
 			return -1;
 		}
 	/* renames in the order of first write, the lead first: the journal lands ahead of the files it names */
+	int rc = 0;
 	for (i = 0; i < n; i++) {
 		if (rename(pend[i].tmp, pend[i].host) != 0) {
-			int err = errno;
+			rc = ma_fail_errno(e, errno, "rename into %s", pend[i].host);
 			for (size_t k = i; k < n; k++)
 				pending_drop(&pend[k]);
-			for (size_t k = 0; k < i; k++) { /* the files already renamed stay durable */
-				char dir[MA_PATH_MAX];
-				dir_of(pend[k].host, dir, sizeof dir);
-				(void)fsync_dir(dir, NULL);
-			}
-			return ma_fail_errno(e, err, "rename into %s", pend[i].host);
+			n = i; /* the files already renamed stay durable: their directories are synced below */
+			break;
 		}
 		close(pend[i].fd);
 		MA_HOOK_MUTATION("write", pend[i].host);
@@ -262,10 +267,12 @@ int ma_fs_group_commit(ma_err *e)
 			dir_of(pend[k].host, seen, sizeof seen);
 			dup = !strcmp(seen, dir);
 		}
-		if (!dup && fsync_dir(dir, e))
-			return -1;
+		if (!dup && fsync_dir(dir, rc ? NULL : e))
+			rc = -1;
 	}
-	return 0;
+	for (i = 0; i < n; i++)
+		pending_free(&pend[i]);
+	return rc;
 }
 
 int ma_fs_group_end(ma_err *e)
@@ -317,24 +324,35 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 		left -= (size_t)w;
 	}
 	if (group_on) {
+		char *tmp_copy = strdup(tmp);
 		struct pending *p = pending_find(host);
-		if (p) { /* rewritten: the newest bytes take the place of the first write */
-			pending_drop(p);
-		} else {
+		if (p && tmp_copy) { /* rewritten: the newest bytes take the place of the first write */
+			close(p->fd);
+			unlink(p->tmp);
+			free(p->tmp);
+		} else if (tmp_copy) {
 			if (npend == GROUP_MAX && ma_fs_group_commit(e)) {
+				free(tmp_copy);
 				close(fd);
 				unlink(tmp);
 				return -1;
 			}
-			if (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend))) {
-				close(fd);
-				unlink(tmp);
-				return ma_fail(e, "out of memory writing %s", host);
+			char *host_copy = strdup(host);
+			if (!host_copy || (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend)))) {
+				free(host_copy);
+				free(tmp_copy);
+				tmp_copy = NULL;
+			} else {
+				p = &pend[npend++];
+				p->host = host_copy;
 			}
-			p = &pend[npend++];
-			snprintf(p->host, sizeof p->host, "%s", host);
 		}
-		snprintf(p->tmp, sizeof p->tmp, "%s", tmp);
+		if (!tmp_copy) {
+			close(fd);
+			unlink(tmp);
+			return ma_fail(e, "out of memory writing %s", host);
+		}
+		p->tmp = tmp_copy;
 		p->fd = fd;
 		return 0;
 	}
