@@ -133,11 +133,15 @@ static int canon_rank(int t)
 }
 
 /* The text grows in a userdata at a fixed stack slot (a luaL_Buffer wants the stack balanced
- * between its calls; the walk keeps keys on the stack). */
+ * between its calls; the walk keeps keys on the stack). The keys of the tables being walked share
+ * one stack in another userdata: each table's keys above its parent's, dropped when it is done, so a
+ * digest of a configuration leaves no garbage per table. */
 struct canon_buf {
 	int slot;
 	char *p;
 	size_t len, cap;
+	int keys_slot, nkeys, keys_cap;
+	struct canon_key *keys;
 };
 
 static void canon_add(lua_State *L, struct canon_buf *b, const char *s, size_t n)
@@ -207,27 +211,26 @@ static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
 		return;
 	}
 	if (depth > 200) luaL_error(L, "canon: a table nested deeper than 200 levels (a cycle?)");
-	/* the keys go on the stack (they stay alive and can be pushed again), their order in an array */
-	int base = lua_gettop(L), n = 0, cap = 16;
+	/* the keys go on the Lua stack (they stay alive and can be pushed again), their order in b->keys */
+	int base = lua_gettop(L), first = b->nkeys;
 	luaL_checkstack(L, 8, "canon: too deep");
-	struct canon_key *keys = lua_newuserdatauv(L, cap * sizeof *keys, 0);
-	int keys_slot = lua_gettop(L);
 	lua_pushnil(L);
 	while (lua_next(L, idx)) {
 		lua_pop(L, 1); /* value */
 		int kt = lua_type(L, -1), rank = canon_rank(kt);
 		if (!rank) luaL_error(L, "canon: a table key of type %s cannot be ordered", lua_typename(L, kt));
-		if (n == cap) {
-			struct canon_key *grown = lua_newuserdatauv(L, 2 * (size_t)cap * sizeof *keys, 0);
-			memcpy(grown, keys, (size_t)n * sizeof *keys);
-			lua_replace(L, keys_slot);
-			keys = grown;
-			cap *= 2;
+		if (b->nkeys == b->keys_cap) {
+			int cap = b->keys_cap * 2;
+			struct canon_key *grown = lua_newuserdatauv(L, (size_t)cap * sizeof *grown, 0);
+			memcpy(grown, b->keys, (size_t)b->nkeys * sizeof *grown);
+			lua_replace(L, b->keys_slot);
+			b->keys = grown;
+			b->keys_cap = cap;
 		}
 		luaL_checkstack(L, 3, "canon: too many keys");
 		lua_pushvalue(L, -1);
 		lua_insert(L, -2); /* the copy stays below the key lua_next continues from */
-		struct canon_key *k = &keys[n++];
+		struct canon_key *k = &b->keys[b->nkeys++];
 		memset(k, 0, sizeof *k);
 		k->type = rank;
 		k->slot = lua_gettop(L) - 1;
@@ -236,11 +239,12 @@ static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
 		else if ((k->isint = lua_isinteger(L, k->slot))) k->i = lua_tointeger(L, k->slot);
 		else k->n = lua_tonumber(L, k->slot);
 	}
-	qsort(keys, (size_t)n, sizeof *keys, canon_key_cmp);
+	int n = b->nkeys - first;
+	qsort(b->keys + first, (size_t)n, sizeof *b->keys, canon_key_cmp);
 	canon_add(L, b, "{", 1);
 	for (int i = 0; i < n; i++) {
 		if (i) canon_add(L, b, ",", 1);
-		int slot = keys[i].slot;
+		int slot = b->keys[first + i].slot; /* b->keys again: a nested table may have grown it */
 		canon_into(L, b, slot, depth + 1);
 		canon_add(L, b, ":", 1);
 		lua_pushvalue(L, slot);
@@ -248,6 +252,7 @@ static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
 		canon_into(L, b, -1, depth + 1);
 		lua_pop(L, 1);
 	}
+	b->nkeys = first;
 	canon_add(L, b, "}", 1);
 	lua_settop(L, base);
 }
@@ -257,8 +262,9 @@ static int l_canon(lua_State *L)
 {
 	luaL_checkany(L, 1);
 	lua_settop(L, 1);
-	struct canon_buf b = {.slot = 2, .cap = 1024};
+	struct canon_buf b = {.slot = 2, .cap = 1024, .keys_slot = 3, .keys_cap = 64};
 	b.p = lua_newuserdatauv(L, b.cap, 0);
+	b.keys = lua_newuserdatauv(L, (size_t)b.keys_cap * sizeof *b.keys, 0);
 	canon_into(L, &b, 1, 0);
 	lua_pushlstring(L, b.p, b.len);
 	return 1;

@@ -219,24 +219,6 @@ static int run(lua_State *L)
 	return 1;
 }
 
-/* An AddressSanitizer build frees everything at exit: its leak check stays meaningful. */
-#if defined(__SANITIZE_ADDRESS__)
-#define MA_LEAK_CHECKED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MA_LEAK_CHECKED 1
-#endif
-#endif
-
-#ifndef MA_LEAK_CHECKED
-/* The allocator while the state closes: blocks are still made and resized, never given back. */
-static void *alloc_at_exit(void *ud, void *ptr, size_t osize, size_t nsize)
-{
-	(void)ud, (void)osize;
-	return nsize == 0 ? NULL : realloc(ptr, nsize);
-}
-#endif
-
 int main(int argc, char **argv)
 {
 	scripts_dir = getenv("MOONADM_SCRIPTS");
@@ -251,7 +233,7 @@ int main(int argc, char **argv)
 	if (scripts_dir && !*scripts_dir)
 		scripts_dir = NULL;
 
-	lua_State *L = luaL_newstate();
+	lua_State *L = ma_lua_newstate();
 	if (!L) {
 		fprintf(stderr, "moonadm: cannot create the Lua state (out of memory)\n");
 		return 1;
@@ -281,12 +263,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "moonadm: making this run's file writes durable failed: %s\n", e.msg);
 		rc = 1;
 	}
-	/* lua_close runs every finalizer (the root lock's clean-up, keys wiped, handles closed) and
-	 * then frees every object one by one: a tenth of a short command's instructions, for memory
-	 * the kernel takes back at exit anyway. Its frees are skipped. */
-#ifndef MA_LEAK_CHECKED
-	lua_setallocf(L, alloc_at_exit, NULL);
-#endif
-	lua_close(L);
+	/* every finalizer runs (the root lock's clean-up, keys wiped, handles closed); the memory is
+	 * left to the kernel (bindings/lalloc.c) */
+	ma_lua_close(L);
 	return rc;
 }

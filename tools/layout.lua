@@ -2,7 +2,10 @@
 --   bin/moonadm lua tools/layout.lua BIN MAP OUTDIR
 -- BIN is a bin/moonadm linked with -Wl,-Map,MAP (`make layout` does both and runs this). Each
 -- command of the profile (the no-server commands and local phases `make bench` times) runs once
--- under callgrind, for the C functions it executes, and once with its module loads recorded.
+-- under callgrind, for the C functions it executes, three times natively under `perf record` (when
+-- perf is here: valgrind's CPU lacks features, so OpenSSL and GMP pick other code under it than on
+-- the machine; the samples catch the native kernels, where the time goes), and once with its
+-- module loads recorded.
 --   OUTDIR/layout.ld           a linker script (-T, INSERT: it adds to the default script) that
 --                              puts the input sections holding executed code first, those more
 --                              commands run ahead, and the same objects' read-only data together
@@ -118,6 +121,8 @@ out:close()
 ]])
 
 local loads = scratch .. "/loads.txt"
+local HAVE_PERF = os.execute("perf record -q -o /dev/null -- true >/dev/null 2>&1") == true
+if not HAVE_PERF then io.stderr:write("layout: no perf here: the profile is callgrind's alone\n") end
 for i, cmd in ipairs(PROFILE) do
   if cmd.fresh then sh("rm -rf " .. q(root) .. " && mkdir -p " .. q(root)) end
   local argv = {}
@@ -125,6 +130,12 @@ for i, cmd in ipairs(PROFILE) do
   local args = table.concat(argv, " ")
   sh(("cd %s && valgrind --tool=callgrind --callgrind-out-file=%s %s %s </dev/null >/dev/null 2>&1 || true")
     :format(q(scratch), q(("%s/cg.%d"):format(scratch, i)), q(bin), args))
+  if HAVE_PERF then
+    for rep = 1, 3 do
+      sh(("cd %s && perf record -q -F 20000 -o %s -- %s %s </dev/null >/dev/null 2>&1 && perf script -i %s -F ip,sym >> %s 2>/dev/null || true")
+        :format(q(scratch), q(scratch .. "/perf.data"), q(bin), args, q(scratch .. "/perf.data"), q(("%s/perf.%d"):format(scratch, i))))
+    end
+  end
   -- the module list from a second run on the same files (each command is idempotent)
   sh(("cd %s && LAYOUT_LOADS=%s %s lua %s %s </dev/null >/dev/null 2>&1 || true")
     :format(q(scratch), q(loads), q(bin), q(recorder), args))
@@ -188,7 +199,17 @@ for i = 1, #PROFILE do
       if s then hit[s] = true end
     end
   end
+  for name in (slurp(("%s/perf.%d"):format(scratch, i)) or ""):gmatch("%S+") do
+    for _, a in ipairs(addrs[name] or {}) do
+      local s = section_at(a)
+      if s then hit[s] = true end
+    end
+  end
   for s in pairs(hit) do s.score = (s.score or 0) + 1 end
+end
+-- _start (Scrt1.o) runs in every command, but valgrind counts it "below main", under no name.
+for _, s in ipairs(sections) do
+  if s.object:match("crt1%.o$") then s.score = #PROFILE end
 end
 local hot = {}
 for _, s in ipairs(sections) do if s.score then hot[#hot + 1] = s end end
