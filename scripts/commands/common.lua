@@ -1,7 +1,8 @@
 -- Flags every command takes, and the set-up they share.
+local lazy = require "framework.lazy"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
-local trust = require "framework.site.trust"
+local trust = lazy.require "framework.site.trust"
 local C = require "config.constants"
 
 local M = {}

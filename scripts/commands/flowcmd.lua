@@ -1,12 +1,13 @@
 -- What `moonadm init|join|reset|upgrade apply|upgrade node` share: flags, config, gates, the
 -- flow (stock, or --flow FILE), `phase <name>` subcommands, the journal and --resume.
+local lazy = require "framework.lazy"
 local cli = require "framework.cli"
 local common = require "commands.common"
 local config = require "config"
 local context = require "framework.context"
 local errors = require "framework.errors"
 local flags_mod = require "framework.argv"
-local journal_mod = require "framework.journal"
+local journal_mod = lazy.require "framework.journal" -- with a root
 local log = require "framework.log"
 local runner = require "framework.runner"
 local site = require "framework.site.load"

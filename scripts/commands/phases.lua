@@ -5,6 +5,7 @@
 -- `moonadm phases check [CMD] --flow FILE [--feature-gates ...]`: the static check alone (exit 1).
 -- A join flow serves both roles: unless --worker or --control-plane says which, it is checked for a
 -- joining worker and for a joining control plane, and a refusal names the role it is for.
+local lazy = require "framework.lazy"
 local common = require "commands.common"
 local config = require "config"
 local flags_mod = require "framework.argv"
@@ -13,7 +14,7 @@ local graph = require "framework.site.graph"
 local log = require "framework.log"
 local runner = require "framework.runner"
 local site = require "framework.site.load"
-local framework_journal = require "framework.journal"
+local framework_journal = lazy.require "framework.journal" -- with --root
 
 local M = {}
 

@@ -1,7 +1,8 @@
 -- Type-check a decoded YAML document against a schema type, in place: wrong types are
 -- errors, unknown fields warnings (errors when strict), null and "" mean "not set".
+local lazy = require "framework.lazy"
 local yaml <const> = require "moonadm.yaml"
-local suggest <const> = require "config.suggest"
+local suggest <const> = lazy.require "config.suggest" -- errors only
 
 local decode = {}
 local fmt <const> = string.format

@@ -7,9 +7,10 @@
 -- {short, long, example, args, flags, children?}; a module whose subtree depends on a flow (the
 -- `phase` commands) also exports `help_for(words)`. `-h`/`--help` anywhere on the line prints that
 -- command's help from this data before the command reads any config.
+local lazy = require "framework.lazy"
 local common = require "commands.common"
 local errors = require "framework.errors"
-local help = require "framework.help"
+local help = lazy.require "framework.help"
 local log = require "framework.log"
 local runner = require "framework.runner"
 

@@ -57,6 +57,16 @@ out:close()
     end)
   end
 
+  -- what only some runs need: the site-script trust check (site files given), the journal (--root),
+  -- the help text (--help or a usage error), the suggestions of a config error
+  it("phases init loads neither the trust check, the journal, the help text nor config suggestions", function()
+    local set = loaded { "phases", "init" }
+    for _, name in ipairs { "framework.site.trust", "framework.journal", "framework.help", "config.suggest" } do
+      assert.is_nil(set[name] and name or nil, "phases init loaded " .. name)
+    end
+    assert.truthy(loaded { "phases", "init", "--help" }["framework.help"])
+  end)
+
   it("config print init-defaults loads config.print (the listing sees a lazy module once used)", function()
     assert.truthy(loaded { "config", "print", "init-defaults" }["config.print"])
   end)

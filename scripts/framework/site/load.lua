@@ -1,7 +1,8 @@
 -- Loading what a site brings: flow files (--flow), phase files (--phase-file), --phase-add
 -- specs, after the permission check (framework/site/trust.lua). Shared by the run commands and `phases`.
+local lazy = require "framework.lazy"
 local flow_mod = require "framework.flow"
-local trust = require "framework.site.trust"
+local trust = lazy.require "framework.site.trust" -- when there are site phases
 local framework_phase = require "framework.phase"
 
 local M = {}
@@ -67,7 +68,7 @@ function M.check_trust(flags)
   if dir and dir ~= "" then items[#items + 1] = { what = "scripts dir", path = dir } end
   for _, f in ipairs(flags["phase-file"] or {}) do items[#items + 1] = { what = "phase file", path = f } end
   if flags.flow then items[#items + 1] = { what = "flow file", path = flags.flow } end
-  trust.check(items, flags["insecure-scripts"])
+  if #items > 0 then trust.check(items, flags["insecure-scripts"]) end
 end
 
 -- The flow a command runs: stock or --flow FILE, with --phase-file phases registered and
