@@ -88,9 +88,10 @@ $(BIN): $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a bindings/lua_api.dyn 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a $(filter-out -lm,$(LDLIBS)) $(LAYOUT_LDFLAGS)
 
-# GCC emits a file's variables in reverse unless told not to: the bytecode keeps embed's order.
+# GCC emits a file's variables in reverse unless told not to: the bytecode keeps embed's order
+# (clang has no such flag, and keeps the order).
 $(B)/scripts_embed.o: $(B)/scripts_embed.c
-	$(CC) $(ALL_CFLAGS) $(if $(findstring clang,$(CC)),,-fno-toplevel-reorder) -Ibindings -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(shell $(CC) -fno-toplevel-reorder -E -x c /dev/null >/dev/null 2>&1 && echo -fno-toplevel-reorder) -Ibindings -c $< -o $@
 
 # A new layout from a profile of the commands `make bench` times (needs valgrind): run it when the
 # code a command runs has changed much; a stale layout costs memory, never correctness.
@@ -166,7 +167,8 @@ FUZZ_SECONDS ?= 15
 FUZZ_FLAGS   := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZERS      := $(patsubst %,build-fuzz/fuzz/%,$(FUZZ_NAMES))
-FUZZ_BIND    := $(filter-out build-fuzz/bindings/main.o,$(patsubst %.c,build-fuzz/%.o,$(BIND_SRC)))
+# (not libm_lazy.o: a fuzzer links libm, and libFuzzer's own math calls need no detour)
+FUZZ_BIND    := $(filter-out build-fuzz/bindings/main.o build-fuzz/bindings/libm_lazy.o,$(patsubst %.c,build-fuzz/%.o,$(BIND_SRC)))
 fuzz-build: build/embed
 	@mkdir -p build-fuzz && cp -p build/embed build-fuzz/embed && touch build-fuzz/embed # a host tool: not instrumented
 	$(MAKE) B=build-fuzz CC=clang CFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -Wno-unused-command-line-argument" \

@@ -10,8 +10,6 @@
  * leak check stays meaningful. */
 #include <lauxlib.h>
 #include <lua.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +92,8 @@ static void *lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	if (!small_old && !small_new) return realloc(ptr, nsize);
 	if (small_old && small_new && class_of(osize) == class_of(nsize)) return ptr;
 	void *p = small_new ? small_alloc(h, nsize) : malloc(nsize);
-	if (!p) return NULL; /* Lua keeps the old block when a resize fails */
+	if (!p) /* a shrink never fails: the old block serves (and later joins the smaller class) */
+		return ptr && nsize <= osize ? ptr : NULL;
 	if (ptr) {
 		memcpy(p, ptr, osize < nsize ? osize : nsize);
 		if (small_old) small_free(h, ptr, osize);
@@ -103,23 +102,19 @@ static void *lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	return p;
 }
 
-static int panic(lua_State *L)
-{
-	const char *msg = lua_tostring(L, -1);
-	fprintf(stderr, "moonadm: unprotected error in the Lua API (%s)\n", msg ? msg : "an error object that is not a string");
-	return 0; /* Lua aborts */
-}
-
 lua_State *ma_lua_newstate(void)
 {
 	struct heap *h = calloc(1, sizeof *h);
 	if (!h) return NULL;
-	lua_State *L = lua_newstate(lua_heap_alloc, h);
+	/* luaL_newstate's state (its panic and warning functions), then this allocator: the blocks made
+	 * so far came from realloc, and this allocator takes them back as they are (a small one joins a
+	 * free list, a large one goes to free or realloc) */
+	lua_State *L = luaL_newstate();
 	if (!L) {
 		free(h);
 		return NULL;
 	}
-	lua_atpanic(L, panic);
+	lua_setallocf(L, lua_heap_alloc, h);
 	return L;
 }
 

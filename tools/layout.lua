@@ -18,6 +18,8 @@
 -- provider brings every algorithm), and the bytecode of the 60 modules a command loads over all
 -- 700 KB of it. A stale layout costs memory, never correctness: a section it does not name is
 -- linked where it always was.
+local util = require "framework.util"
+
 local bin, map, outdir = arg[1], arg[2], arg[3]
 if not (bin and map and outdir) then
   io.stderr:write("usage: moonadm lua tools/layout.lua BIN MAP OUTDIR\n")
@@ -33,13 +35,6 @@ end
 local function sh(cmd)
   local ok = os.execute(cmd)
   if not ok then fail("command failed: %s", cmd) end
-end
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
 end
 local function spit(path, s)
   local tmp = path .. ".tmp"
@@ -160,7 +155,7 @@ if not next(addrs) then fail("%s has no symbols (a stripped binary?)", bin) end
 -- Input sections from the link map: { addr, size, section, object }, for text and read-only data.
 local sections = {}
 do
-  local text = slurp(map) or fail("cannot read the link map %s", map)
+  local text = util.read_host(map) or fail("cannot read the link map %s", map)
   local pending
   for line in text:gmatch("[^\n]+") do
     local sec, a, n, obj = line:match("^ (%.%S+)%s+0x(%x+)%s+0x(%x+)%s+(%S.*)$")
@@ -189,7 +184,7 @@ end
 
 -- Each section's score: how many profile commands ran code in it.
 for i = 1, #PROFILE do
-  local cg = slurp(("%s/cg.%d"):format(scratch, i)) or fail("callgrind wrote no profile for %s",
+  local cg = util.read_host(("%s/cg.%d"):format(scratch, i)) or fail("callgrind wrote no profile for %s",
     table.concat(PROFILE[i].args, " "))
   local hit = {}
   for name in cg:gmatch("\nc?fn=%(%d+%) ([^\n]+)") do
@@ -199,7 +194,7 @@ for i = 1, #PROFILE do
       if s then hit[s] = true end
     end
   end
-  for name in (slurp(("%s/perf.%d"):format(scratch, i)) or ""):gmatch("%S+") do
+  for name in (util.read_host(("%s/perf.%d"):format(scratch, i)) or ""):gmatch("%S+") do
     for _, a in ipairs(addrs[name] or {}) do
       local s = section_at(a)
       if s then hit[s] = true end
@@ -219,11 +214,13 @@ table.sort(hot, function(x, y)
 end)
 
 -- "dir/libcrypto.a(member.o)" -> "*libcrypto.a:member.o"; "build/bindings/main.o" ->
--- "*/bindings/main.o", so the ASan and hooks builds (another build directory) match too.
+-- "*/bindings/main.o" (the build directory left out, so the ASan and hooks builds match too); an
+-- absolute path (the C runtime's objects) as it is.
 local function pattern(obj)
   local archive, member = obj:match("^(.-)%((.+)%)$")
   if archive then return "*" .. archive:match("([^/]+)$") .. ":" .. member end
-  return "*" .. (obj:match("(/[^/]+/[^/]+)$") or ("/" .. obj))
+  if obj:sub(1, 1) == "/" then return obj end
+  return "*/" .. (obj:match("^[^/]+/(.+)$") or obj)
 end
 
 local ld = {
@@ -260,7 +257,7 @@ spit(outdir .. "/layout.ld", table.concat(ld, "\n") .. "\n")
 
 -- Modules: first load across the profile, the earlier commands' first.
 local order, placed = {}, {}
-for line in (slurp(loads) or ""):gmatch("[^\n]+") do
+for line in (util.read_host(loads) or ""):gmatch("[^\n]+") do
   for name in line:gmatch("%S+") do
     if not placed[name] then placed[name] = true; order[#order + 1] = name end
   end
