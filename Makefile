@@ -7,8 +7,9 @@ CFLAGS  ?= -O2 -g
 # pkg-config runs when a compile first needs it (not when make reads this file), so `make deps`,
 # `make demo` and `make test` work on a bare machine before pkg-config and the -dev packages exist.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
-# Every library but libc (and libm: bindings/libm_lazy.c loads it when Lua first needs it) is linked statically (README, "Choices"): GMP (RSA key generation,
-# engine/pki_rsa.c), nettle (SHA-256), OpenSSL's libcrypto, Lua and libyaml. The loader then binds no
+# Every library but libc is linked statically (README, "Choices"): GMP (RSA key generation,
+# engine/pki_rsa.c), nettle (SHA-256), OpenSSL's libcrypto, Lua and libyaml; libm is not linked into
+# the binary (bindings/libm_lazy.c loads it when Lua first needs it). The loader then binds no
 # symbol of theirs at start-up (about 0.5 ms of every command) and no page of theirs is touched unless used.
 # The executable exports the Lua C API alone (bindings/lua_api.dyn) for the Lua modules it dlopens.
 LDLIBS     = $(eval LDLIBS := -Wl,--dynamic-list=bindings/lua_api.dyn -Wl,-Bstatic -lnettle -lgmp \
@@ -93,7 +94,7 @@ $(BIN): $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a bindings/lua_api.dyn 
 $(B)/scripts_embed.o: $(B)/scripts_embed.c
 	$(CC) $(ALL_CFLAGS) $(shell $(CC) -fno-toplevel-reorder -E -x c /dev/null >/dev/null 2>&1 && echo -fno-toplevel-reorder) -Ibindings -c $< -o $@
 
-# A new layout from a profile of the commands `make bench` times (needs valgrind): run it when the
+# A new layout from a profile of the commands `make bench` times (needs valgrind; perf when here): run it when the
 # code a command runs has changed much; a stale layout costs memory, never correctness.
 layout: $(BIN)
 	$(BIN) lua tools/layout.lua $(BIN) $(B)/moonadm.map tools
