@@ -324,33 +324,28 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 		left -= (size_t)w;
 	}
 	if (group_on) {
-		char *tmp_copy = strdup(tmp);
 		struct pending *p = pending_find(host);
-		if (p && tmp_copy) { /* rewritten: the newest bytes take the place of the first write */
-			close(p->fd);
-			unlink(p->tmp);
-			free(p->tmp);
-		} else if (tmp_copy) {
-			if (npend == GROUP_MAX && ma_fs_group_commit(e)) {
-				free(tmp_copy);
-				close(fd);
-				unlink(tmp);
-				return -1;
-			}
-			char *host_copy = strdup(host);
-			if (!host_copy || (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend)))) {
-				free(host_copy);
-				free(tmp_copy);
-				tmp_copy = NULL;
-			} else {
-				p = &pend[npend++];
-				p->host = host_copy;
-			}
+		char *tmp_copy = strdup(tmp), *host_copy = p ? NULL : strdup(host);
+		int oom = !tmp_copy || (!p && !host_copy);
+		if (!oom && !p && npend == GROUP_MAX && ma_fs_group_commit(e)) {
+			free(tmp_copy), free(host_copy);
+			close(fd);
+			unlink(tmp);
+			return -1;
 		}
-		if (!tmp_copy) {
+		if (oom || (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend)))) {
+			free(tmp_copy), free(host_copy);
 			close(fd);
 			unlink(tmp);
 			return ma_fail(e, "out of memory writing %s", host);
+		}
+		if (p) { /* rewritten: the newest bytes take the place of the first write */
+			close(p->fd);
+			unlink(p->tmp);
+			free(p->tmp);
+		} else {
+			p = &pend[npend++];
+			p->host = host_copy;
 		}
 		p->tmp = tmp_copy;
 		p->fd = fd;
