@@ -24,10 +24,11 @@ int ma_precommit(lua_State *L);
 int ma_group_end(lua_State *L, ma_err *e);
 void ma_guard_table(lua_State *L, int idx, const char *const *only, const char *const *except);
 void ma_guard_stdlib(lua_State *L);
-/* A Lua state on moonadm's allocator (bindings/lalloc.c), NULL when out of memory; closing it runs
- * its finalizers and, outside AddressSanitizer builds, leaves its memory to the process exit. */
+/* A Lua state on moonadm's allocator (bindings/lalloc.c), NULL when out of memory. ma_lua_exit runs
+ * its finalizers and ends the process with status; outside AddressSanitizer builds it leaves the
+ * state's memory to the kernel. */
 lua_State *ma_lua_newstate(void);
-void ma_lua_close(lua_State *L);
+_Noreturn void ma_lua_exit(lua_State *L, int status);
 
 int luaopen_moonadm_core(lua_State *L);
 int luaopen_moonadm_fs(lua_State *L);

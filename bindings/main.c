@@ -265,6 +265,5 @@ int main(int argc, char **argv)
 	}
 	/* every finalizer runs (the root lock's clean-up, keys wiped, handles closed); the memory is
 	 * left to the kernel (bindings/lalloc.c) */
-	ma_lua_close(L);
-	return rc;
+	ma_lua_exit(L, rc);
 }

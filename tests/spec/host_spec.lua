@@ -1,5 +1,5 @@
--- The host under the scripts (bindings/): the Lua state's allocator (bindings/lalloc.c), libm bound on
--- the first math call (bindings/libm_lazy.c) and luaL_newstate's warning function. Each runs in a
+-- The host under the scripts (bindings/): the Lua state's allocator and its end (bindings/lalloc.c),
+-- libm bound on the first math call (bindings/libm_lazy.c) and luaL_newstate's warning function. Each runs in a
 -- fresh bin/moonadm, as a user's `moonadm lua` script would.
 local h = require "helpers"
 
@@ -57,6 +57,27 @@ print(("%.12f %.12f %.12f %.12f %.12f"):format(math.sin(1), math.log(10), 7.5 % 
     assert.matches("libc%.so", dynamic) -- the listing worked
     assert.is_nil(dynamic:match("libm%.so"), "bin/moonadm needs libm again")
   end)
+
+  -- bindings/lalloc.c ends the process from the state's first finalizer, so the objects are not
+  -- walked at exit: every other finalizer must still run, newest first, and the status stay the run's
+  for _, case in ipairs {
+    { how = "an error", tail = 'error("on purpose", 0)', code = 1 },
+    { how = "a normal end", tail = "", code = 0 },
+    { how = "os.exit(3, true)", tail = "os.exit(3, true)", code = 3 },
+  } do
+    it("runs every finalizer before the process ends, and keeps the exit status, after " .. case.how, function()
+      local log = dir .. "/finalizers.log"
+      os.remove(log)
+      local code, _, err = run(([[
+local out = assert(io.open(%q, "w"))
+out:setvbuf("no")
+local keep = {}
+for i = 1, 3 do keep[i] = setmetatable({}, { __gc = function() out:write("finalized ", i, "\n") end }) end
+]]):format(log) .. case.tail)
+      assert.equal(case.code, code, err)
+      assert.equal("finalized 3\nfinalized 2\nfinalized 1\n", h.read(log))
+    end)
+  end
 
   it("prints a Lua warning once warnings are on", function()
     local code, _, err = run [[warn("@on"); warn("host ", "spec")]]
