@@ -12,7 +12,7 @@ local common = require "commands.common"
 local errors = require "framework.errors"
 local help = lazy.require "framework.help"
 local log = require "framework.log"
-local runner = require "framework.runner"
+local runner = lazy.require "framework.runner" -- for its API-failure check, after a command that used the API
 
 local M = {}
 
@@ -225,7 +225,7 @@ function M.main(argv)
     return tostring(e)
   end)
   -- failures the command got back outside any phase and never read (scripts/framework/runner.lua)
-  local unchecked = runner.unchecked_failures(name)
+  local unchecked = package.loaded["kube.client"] and runner.unchecked_failures(name)
   if not ok then
     log.error(errors.message(rc))
     return errors.code(rc)

@@ -80,7 +80,7 @@ function M.result(text)
     M.event { type = "output", text = text }
   else
     M.out:write(text)
-    if not text:match("\n$") then M.out:write("\n") end
+    if text:byte(-1) ~= 10 then M.out:write("\n") end -- (a byte: "\n$" would try every position)
     M.out:flush()
   end
 end

@@ -3,7 +3,8 @@
 -- plus what kubeadm lacks: feature gates as data (`when`), a static requires/provides check of the
 -- whole flow before anything runs, and a journal that lets --resume skip finished phases.
 local errors = require "framework.errors"
-local context = require "framework.context"
+local lazy = require "framework.lazy"
+local context = lazy.require "framework.context" -- CACHES, read during a run only
 local log = require "framework.log"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"

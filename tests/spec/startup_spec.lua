@@ -67,6 +67,20 @@ out:close()
     assert.truthy(loaded { "phases", "init", "--help" }["framework.help"])
   end)
 
+  -- what a run needs and a listing does not: the runner (version), the run context and the PKI
+  -- binding it brings, the flow commands' helpers (phases without --config)
+  it("version loads no runner; phases init no run context, no PKI binding, no flow command helpers", function()
+    local v = loaded { "version" }
+    for _, name in ipairs { "framework.runner", "framework.context", "moonadm.pki" } do
+      assert.is_nil(v[name] and name or nil, "version loaded " .. name)
+    end
+    local p = loaded { "phases", "init" }
+    assert.truthy(p["framework.runner"]) -- the listing resolves the flow with it
+    for _, name in ipairs { "framework.context", "moonadm.pki", "commands.flowcmd" } do
+      assert.is_nil(p[name] and name or nil, "phases init loaded " .. name)
+    end
+  end)
+
   it("config print init-defaults loads config.print (the listing sees a lazy module once used)", function()
     assert.truthy(loaded { "config", "print", "init-defaults" }["config.print"])
   end)
