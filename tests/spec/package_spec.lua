@@ -172,6 +172,12 @@ describe("make deb", function()
     assert(deps[owner(cjson_so)], "Depends lacks " .. tostring(owner(cjson_so)) .. " (cjson)")
     local luv_so = mods:match("luv\t(/%S+)")
     if luv_so then assert.equal(owner(luv_so), field("Recommends")) end
+    -- libcurl, loaded on the first request (engine/libcurl.c): no NEEDED entry names it
+    local c4, cache = sh("ldconfig -p")
+    assert.equal(0, c4, cache)
+    local curl = cache:match("libcurl%.so%.4 %([^)]*%) => (/%S+)")
+    assert(curl, "libcurl.so.4 is not in ldconfig's cache")
+    assert(deps[owner(curl)], ("Depends lacks %s (libcurl.so.4 => %s): %s"):format(tostring(owner(curl)), curl, field("Depends")))
   end)
 
   it("runs from a directory with no checkout around it", function()
