@@ -7,7 +7,8 @@
 -- joining worker and for a joining control plane, and a refusal names the role it is for.
 local lazy = require "framework.lazy"
 local common = require "commands.common"
-local config = require "config"
+local config = lazy.require "config" -- with --config or --feature-gates, or when a requirement reads ctx.cfg
+local config_gates = require "config.gates"
 local flags_mod = require "framework.argv"
 local flowcmd = lazy.require "commands.flowcmd" -- with --config
 local graph = require "framework.site.graph"
@@ -80,16 +81,46 @@ function M.join_roles(flags)
   return { "worker", "control-plane" }
 end
 
--- The context the static check sees: gates, config and the flags that change requirements.
--- role: "worker" | "control-plane" for a join, nil for the other commands.
-local function check_ctx(cfg, flags, role)
-  local c = {}
-  for k, v in pairs(cfg) do c[k] = v end
-  c.join = {}
-  for k, v in pairs(cfg.join or {}) do c.join[k] = v end
-  if role == "control-plane" then c.join.controlPlane = c.join.controlPlane or {}
-  elseif role == "worker" then c.join.controlPlane = nil end
-  return { gates = cfg.gates, cfg = c, flags = { ["kubelet-server"] = flags["kubelet-server"] }, data = {},
+-- The configuration the flow is shown with, as a function that loads it once, and its gates. Without
+-- --config or --feature-gates there is nothing of the user's to read: the gates are the defaults, and
+-- the configuration (config's modules, most of this command's start-up) loads only if a phase's
+-- requirements read it (a join's kubelet-wait-bootstrap does).
+local function configuration(flags)
+  local cfg
+  local function get()
+    if not cfg then
+      local err
+      -- gates live in the ClusterConfiguration, whichever command is shown
+      cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {},
+        flags = { ["feature-gates"] = flags["feature-gates"] }, strict = false }
+      if not cfg then error(err, 0) end
+      for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+    end
+    return cfg
+  end
+  if flags.config or flags["feature-gates"] then return get, get().gates end
+  return get, config_gates.effective(nil)
+end
+
+-- The context the static check sees: gates, config (read through, loaded on first use) and the flags
+-- that change requirements. role: "worker" | "control-plane" for a join, nil for the other commands.
+local function check_ctx(get_cfg, gates, flags, role)
+  local c
+  local function view()
+    if not c then
+      local cfg = get_cfg()
+      c = {}
+      for k, v in pairs(cfg) do c[k] = v end
+      c.join = {}
+      for k, v in pairs(cfg.join or {}) do c.join[k] = v end
+      if role == "control-plane" then c.join.controlPlane = c.join.controlPlane or {}
+      elseif role == "worker" then c.join.controlPlane = nil end
+    end
+    return c
+  end
+  local cfg = setmetatable({}, { __index = function(_, k) return view()[k] end,
+    __pairs = function() return next, view(), nil end })
+  return { gates = gates, cfg = cfg, flags = { ["kubelet-server"] = flags["kubelet-server"] }, data = {},
     gate = function(self, g) return self.gates[g] == true end }
 end
 
@@ -113,14 +144,10 @@ function M.main(argv)
     error(("invalid output %q: use text, json, dot or mermaid"):format(format), 0)
   end
   site.check_trust(flags)
-  -- Gates live in the ClusterConfiguration, whichever command is shown.
-  local cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {},
-    flags = { ["feature-gates"] = flags["feature-gates"] }, strict = false }
-  if not cfg then error(err, 0) end
-  for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
+  local get_cfg, gates = configuration(flags)
   local skip = flags["skip-phases"]
   if not set["skip-phases"] and flags.config then
-    local kcfg = KINDS[name] ~= "init" and config.load { kind = KINDS[name], files = { flags.config } } or cfg
+    local kcfg = KINDS[name] ~= "init" and config.load { kind = KINDS[name], files = { flags.config } } or get_cfg()
     skip = kcfg and flowcmd.config_skip_phases(kcfg, name) or {}
   end
   local flow = site.flow(name, flags)
@@ -129,7 +156,7 @@ function M.main(argv)
   -- role(s) it is for.
   local nodes, ctx, refusals = nil, nil, {}
   for _, role in ipairs(roles) do
-    local rctx = check_ctx(cfg, flags, role or nil)
+    local rctx = check_ctx(get_cfg, gates, flags, role or nil)
     local rnodes, by_path = runner.resolve(flow, rctx)
     local ok, serr = runner.select(rnodes, by_path, { skip = skip or {} })
     if not ok then error(serr, 0) end

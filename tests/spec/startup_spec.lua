@@ -81,6 +81,29 @@ out:close()
     end
   end)
 
+  -- commands/phases.lua: with nothing of the user's to read, the flow resolves with the default gates
+  -- and the configuration loads only when a requirement reads it
+  it("phases init, reset and upgrade-apply load no configuration but the gates; --feature-gates loads it", function()
+    for _, cmd in ipairs { "init", "reset", "upgrade-apply" } do
+      local set = loaded { "phases", cmd }
+      assert.truthy(set["config.gates"])
+      for _, name in ipairs { "config", "config.load", "config.schema", "config.validate", "config.defaults" } do
+        assert.is_nil(set[name] and name or nil, "phases " .. cmd .. " loaded " .. name)
+      end
+    end
+    assert.truthy(loaded { "phases", "init", "--feature-gates", "NodeLocalCRISocket=false" }["config.load"])
+    assert.truthy(loaded { "phases", "join" }["config.load"]) -- kubelet-wait-bootstrap's requirements read it
+    local code, _, err = h.moonadm { "phases", "init", "--feature-gates", "NoSuchGate=true" }
+    assert.equal(1, code)
+    assert.matches("NoSuchGate", err, 1, true)
+  end)
+
+  it("the default gates phases resolves with are the ones config.load gives a config with none set", function()
+    local cfg = assert(require("config").load { kind = "init", files = {}, flags = {}, strict = false,
+      no_host_defaults = true })
+    assert.same(cfg.gates, require("config.gates").effective(nil))
+  end)
+
   it("config print init-defaults loads config.print (the listing sees a lazy module once used)", function()
     assert.truthy(loaded { "config", "print", "init-defaults" }["config.print"])
   end)
