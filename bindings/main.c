@@ -56,10 +56,9 @@ static int searcher(lua_State *L)
 		return 1;
 	}
 	/* compiled at build time by tools/embed.c (the chunk knows its name, @scripts/<path>) */
-	const char *chunk = lua_pushfstring(L, "@scripts/%s", s->path);
-	if (luaL_loadbufferx(L, (const char *)s->code, s->code_len, chunk, "b") != LUA_OK)
+	if (luaL_loadbufferx(L, (const char *)s->code, s->code_len, s->chunk, "b") != LUA_OK)
 		return luaL_error(L, "error loading embedded module '%s':\n\t%s", name, lua_tostring(L, -1));
-	lua_pushfstring(L, "scripts/%s", s->path);
+	lua_pushstring(L, s->chunk + 1); /* the loader data: scripts/<path> */
 	return 2;
 }
 

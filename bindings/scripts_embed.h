@@ -6,6 +6,7 @@
 struct ma_script {
 	const char *name;           /* module name: "phases.init.certs" */
 	const char *path;           /* path under scripts/: "phases/init/certs.lua" */
+	const char *chunk;          /* its chunk name: "@scripts/phases/init/certs.lua" */
 	const unsigned char *data;  /* source, NUL-terminated */
 	size_t len;
 	const unsigned char *code;  /* Lua bytecode of the source, with debug information */

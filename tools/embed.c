@@ -335,9 +335,9 @@ int main(int argc, char **argv)
 		}
 	printf("const struct ma_script ma_scripts[] = {\n");
 	for (size_t k = 0; k < n; k++)
-		printf("\t{\"%s\", \"%s\", s%d, sizeof s%d - 1, b%d, sizeof b%d - 1},\n", ents[k].name, ents[k].rel,
-		       ents[k].i, ents[k].i, ents[k].i, ents[k].i);
+		printf("\t{\"%s\", \"%s\", \"@scripts/%s\", s%d, sizeof s%d - 1, b%d, sizeof b%d - 1},\n", ents[k].name,
+		       ents[k].rel, ents[k].rel, ents[k].i, ents[k].i, ents[k].i, ents[k].i);
 	free(ents);
-	printf("\t{NULL, NULL, NULL, 0, NULL, 0}\n};\nconst size_t ma_scripts_count = %zu;\n", n);
+	printf("\t{NULL, NULL, NULL, NULL, 0, NULL, 0}\n};\nconst size_t ma_scripts_count = %zu;\n", n);
 	return 0;
 }

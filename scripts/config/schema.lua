@@ -52,13 +52,13 @@ local T <const> = {
 schema.types = T
 schema.list, schema.map, schema.scalar = list, map, scalar
 
--- Build an object type; a field given as a bare type becomes {type}.
+-- Build an object type from a table of fields, which it takes over: a field given as a bare type
+-- becomes {type} in place (a copy rehashed as it grew, every start).
 local function object(name, fields)
-  local norm = {}
   for k, v in pairs(fields) do
-    norm[k] = v.kind and { v } or v
+    if v.kind then fields[k] = { v } end
   end
-  return { kind = "object", name = name, fields = norm }
+  return { kind = "object", name = name, fields = fields }
 end
 schema.object = object
 
