@@ -680,6 +680,7 @@ static void handle_type(lua_State *L, const char *name, const luaL_Reg *meta, co
 
 int luaopen_moonadm_pki(lua_State *L)
 {
+	ma_pki_choose_drbg(); /* before the first random byte: every key, signature and seal goes through here */
 	handle_type(L, KEY_MT, key_meta, key_methods);
 	handle_type(L, CERT_MT, cert_meta, cert_methods);
 	luaL_newmetatable(L, BOX_MT);

@@ -2,6 +2,7 @@
 #include "pki_int.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,8 +46,9 @@ int ma_pki_random(void *buf, size_t n, ma_err *e)
  * default CTR_DRBG over AES-256), chosen before the first random byte. Instantiating the default
  * fetches AES-256-CTR, and in OpenSSL 3.0 the first cipher fetch builds the methods of every cipher
  * the provider has: 2.8 M instructions, a fifth of `certs all` with ECDSA keys. A [random] section of
- * openssl.cnf, read at OpenSSL's first use, still has the last word. */
-__attribute__((constructor)) static void choose_drbg(void)
+ * openssl.cnf, read at OpenSSL's first use, still has the last word. Not a constructor: setting it
+ * initialises OpenSSL's library context, which a command that makes no key never needs. */
+static void choose_drbg(void)
 {
 	if (!RAND_set_DRBG_type(NULL, "HASH-DRBG", NULL, NULL, "SHA256")) {
 		/* out of memory part-way (the name set, the digest not): back to OpenSSL's default whole;
@@ -54,6 +56,12 @@ __attribute__((constructor)) static void choose_drbg(void)
 		RAND_set_DRBG_type(NULL, NULL, NULL, NULL, NULL);
 		ERR_clear_error();
 	}
+}
+
+void ma_pki_choose_drbg(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, choose_drbg);
 }
 
 /* cluster-bootstrap's randBytes: bytes >= 252 are dropped so that mod 36 is uniform. */
