@@ -1,6 +1,7 @@
 /* TLS HTTP client over libcurl (see http.h). */
 #include "http.h"
 #include "libcurl.h"
+#include "pki.h"
 #include "testhooks.h"
 
 #include <ctype.h>
@@ -78,6 +79,10 @@ static int opt_fail(ma_err *e, const char *fmt, const char *what, const char *se
  * rather than as an opaque TLS error at the first request. kind: 0 cert(s), 1 private key. */
 static int check_pem(const char *pem, size_t len, int kind)
 {
+	/* this process's first OpenSSL use may be here: the DRBG is chosen before OpenSSL reads its
+	 * openssl.cnf (whose [random] section then still has the last word) and before a key's blinding
+	 * draws a random byte */
+	ma_pki_choose_drbg();
 	BIO *b = BIO_new_mem_buf(pem, (int)len);
 	if (!b)
 		return -1;

@@ -144,8 +144,8 @@ int ma_pki_open(const unsigned char *key, size_t keylen, const void *in, size_t 
 		size_t *outlen, ma_err *e);
 
 int ma_pki_random(void *buf, size_t n, ma_err *e);
-/* Sets OpenSSL's DRBG to Hash_DRBG over SHA-256 (engine/pki_misc.c says why), once; call it before the
- * first random byte (bindings/lpki.c does as the module opens). */
+/* Sets OpenSSL's DRBG to Hash_DRBG over SHA-256 (engine/pki_misc.c says why), once; call it before
+ * OpenSSL's first use (bindings/lpki.c does as the module opens, engine/http.c before it reads a PEM). */
 void ma_pki_choose_drbg(void);
 /* n characters of [a-z0-9] as cluster-bootstrap makes them, NUL-terminated:
  * n = 6 for a token id, 16 for a token secret. */
