@@ -119,25 +119,33 @@ function M.remove_member(ctx, r, opts)
   end
   local peer = M.peer_url(r.advertise)
   local why, first_count = {}, nil
-  if r.client or opts.endpoints then
-    local eps, err = opts.endpoints
-    if not eps then eps, err = endpoints.endpoints_from_pods(r.client, { timeout = M.ENDPOINTS_TIMEOUT }) end
-    if eps then
-      log.v(1, "[etcd] endpoints from the etcd pods: %s", table.concat(eps, ", "))
-      local how, detail, count = remove_through(ctx, r, peer, eps, opts)
-      if how ~= "failed" then return how, detail, count end
-      why[#why + 1] = "through the cluster's etcd endpoints: " .. tostring(detail)
-      first_count = count
-    else
-      why[#why + 1] = tostring(err)
-    end
-  else
-    why[#why + 1] = "the cluster's configuration could not be read"
-  end
   -- The local etcd answers for the whole cluster (a member list is linearizable): it finds this
   -- member even when the API or a load balancer in front of it does not answer. Only a kubeadm
   -- etcd (its static pod manifest here): another etcd on this machine is not this node's member.
-  if not opts.local_endpoints and not manifests.read("etcd") then
+  local has_local = opts.local_endpoints ~= nil or manifests.read("etcd") ~= nil
+  -- Through the endpoints the etcd pods advertise, looked up for at most `timeout` seconds:
+  -- how, detail, count, and whether the lookup itself failed.
+  local function through_cluster(timeout)
+    local eps, err = opts.endpoints
+    if not eps then eps, err = endpoints.endpoints_from_pods(r.client, { timeout = timeout }) end
+    if not eps then return "failed", tostring(err), nil, true end
+    log.v(1, "[etcd] endpoints from the etcd pods: %s", table.concat(eps, ", "))
+    local how, detail, count = remove_through(ctx, r, peer, eps, opts)
+    if how ~= "failed" then return how, detail, count end
+    return "failed", "through the cluster's etcd endpoints: " .. tostring(detail), count
+  end
+  -- With a local etcd to ask, the etcd pods are looked up once, not waited for: right after an init
+  -- the API may not list the etcd pod yet (its mirror pod comes with the kubelet's next sync), and
+  -- the local etcd answers at once. They are waited for only if the local etcd fails too.
+  local lookup_failed = false
+  if r.client or opts.endpoints then
+    local how, detail, count, lookup = through_cluster(has_local and 0 or M.ENDPOINTS_TIMEOUT)
+    if how ~= "failed" then return how, detail, count end
+    why[#why + 1], first_count, lookup_failed = detail, count, lookup and has_local
+  else
+    why[#why + 1] = "the cluster's configuration could not be read"
+  end
+  if not has_local then
     why[#why + 1] = "no local etcd manifest (/etc/kubernetes/manifests/etcd.yaml) to find the local etcd by"
     return "failed", table.concat(why, "; "), first_count
   end
@@ -147,6 +155,13 @@ function M.remove_member(ctx, r, opts)
     { members = opts.members, timeout = opts.timeout or M.LOCAL_TIMEOUT })
   if how ~= "failed" then return how, detail, count end
   why[#why + 1] = "through the local etcd: " .. tostring(detail)
+  if lookup_failed then
+    log.info("[etcd] Waiting for the etcd pods' endpoints (up to %ds)", M.ENDPOINTS_TIMEOUT)
+    local how2, detail2, count2 = through_cluster(M.ENDPOINTS_TIMEOUT)
+    if how2 ~= "failed" then return how2, detail2, count2 end
+    why[#why + 1] = detail2
+    first_count = first_count or count2
+  end
   return "failed", table.concat(why, "; "), first_count or count
 end
 

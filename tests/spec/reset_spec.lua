@@ -258,6 +258,35 @@ describe("reset modules", function()
     assert.equal("https://[fd00::3]:2380", etcd.peer_url("fd00::3"))
   end)
 
+  -- right after an init the API may not list the etcd pod yet: a reset of that node must not wait for it
+  it("asks the local etcd after one look for the etcd pods, and waits for the pods only if it fails too", function()
+    local etcd = require "etcd.local_member"
+    local endpoints = require "etcd.endpoints"
+    local me = { id_hex = "abc", peer_urls = { "https://192.0.2.133:2380" } }
+    local r = { advertise = "192.0.2.133", cert_dir = "/etc/kubernetes/pki", client = {} }
+    local local_eps = { "https://192.0.2.133:2379" }
+    local looks, orig = {}, endpoints.endpoints_from_pods
+    endpoints.endpoints_from_pods = function(_, o)
+      looks[#looks + 1] = o.timeout
+      return nil, "no etcd pods (component=etcd,tier=control-plane) in kube-system"
+    end
+    local ok, err = pcall(function()
+      local calls, fake = fake_members({ me }, { nil, "last", "last_member" })
+      assert.same({ "last_member", "https://192.0.2.133:2380", 1 },
+        { etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = local_eps }) })
+      assert.same({ 0 }, looks) -- one look, no wait
+      assert.same(local_eps, calls.new.endpoints)
+      looks = {}
+      _, fake = fake_members({ me }, { nil, "boom", "timeout" })
+      local how, detail = etcd.remove_member({ cfg = {} }, r, { members = fake, local_endpoints = local_eps })
+      assert.equal("failed", how)
+      assert.same({ 0, etcd.ENDPOINTS_TIMEOUT }, looks) -- the local etcd failed: the pods waited for
+      assert.matches("through the local etcd: boom", detail, 1, true)
+    end)
+    endpoints.endpoints_from_pods = orig
+    assert(ok, err)
+  end)
+
   it("a member removed through its own etcd, which stopped before it answered, is confirmed by the others", function()
     local etcd = require "etcd.local_member"
     local me = { id_hex = "abc", peer_urls = { "https://192.0.2.133:2380" }, client_urls = { "https://192.0.2.133:2379" } }
