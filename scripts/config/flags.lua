@@ -1,9 +1,10 @@
 -- Command-line flags merged into the configuration, as kubeadm v1.35 does: without --config
 -- they build it; with --config only a few may be added ("can not mix '--config' with
 -- arguments [...]" for the others, kubeadm's isAllowedFlag).
+local lazy = require "framework.lazy"
 local yaml <const> = require "moonadm.yaml"
 local gates <const> = require "config.gates"
-local validate <const> = require "config.validate"
+local validate <const> = lazy.require "config.validate" -- --ignore-preflight-errors only
 
 local flags = {}
 local fmt <const> = string.format

@@ -104,6 +104,15 @@ out:close()
     assert.same(cfg.gates, require("config.gates").effective(nil))
   end)
 
+  it("config print init-defaults does not load the validation (config_spec validates what it prints)", function()
+    local set = loaded { "config", "print", "init-defaults" }
+    for _, name in ipairs { "config.validate", "config.checks" } do
+      assert.is_nil(set[name] and name or nil, "config print init-defaults loaded " .. name)
+    end
+    h.write(dir .. "/cfg.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
+    assert.truthy(loaded { "config", "validate", "--config", dir .. "/cfg.yaml" }["config.validate"])
+  end)
+
   it("config print init-defaults loads config.print (the listing sees a lazy module once used)", function()
     assert.truthy(loaded { "config", "print", "init-defaults" }["config.print"])
   end)
