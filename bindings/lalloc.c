@@ -40,7 +40,6 @@ struct heap {
 	struct free_block *free[SMALL_MAX / GRAIN + 1]; /* by class: size rounded up to GRAIN, / GRAIN */
 	char *bump, *end;                               /* the rest of the newest block */
 	void *blocks;                                   /* every block, chained through its first word */
-	int closing;                                    /* at exit: frees are left to the kernel */
 };
 
 static size_t class_of(size_t size)
@@ -108,7 +107,6 @@ static void *lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 		return nsize ? malloc(nsize) : NULL;
 	}
 	if (nsize == 0) {
-		if (h->closing) return NULL;
 		if (osize <= SMALL_MAX) small_free(h, ptr, osize);
 		else free(ptr);
 		return NULL;
@@ -167,14 +165,13 @@ lua_State *ma_lua_newstate(void)
 
 _Noreturn void ma_lua_exit(lua_State *L, int status)
 {
+#ifndef MA_ASAN
+	exit_status = status, exit_armed = 1; /* end_process ends it: the objects are never walked */
+	lua_close(L);
+#else
 	void *ud;
 	lua_getallocf(L, &ud);
 	struct heap *h = ud;
-#ifndef MA_ASAN
-	h->closing = 1; /* (should the sentinel be gone, the walk frees nothing) */
-	exit_status = status, exit_armed = 1;
-	lua_close(L);
-#else
 	lua_close(L);
 	for (void *b = h->blocks, *next; b; b = next) {
 		next = *(void **)b;

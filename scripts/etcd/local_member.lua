@@ -141,7 +141,7 @@ function M.remove_member(ctx, r, opts)
   if r.client or opts.endpoints then
     local how, detail, count, lookup = through_cluster(has_local and 0 or M.ENDPOINTS_TIMEOUT)
     if how ~= "failed" then return how, detail, count end
-    why[#why + 1], first_count, lookup_failed = detail, count, lookup and has_local
+    why[#why + 1], first_count, lookup_failed = detail, count, lookup
   else
     why[#why + 1] = "the cluster's configuration could not be read"
   end
