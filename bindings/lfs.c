@@ -153,6 +153,15 @@ static int l_copy(lua_State *L)
 	return 1;
 }
 
+/* fs.rename(from, to [, exchange]) -> true | nil, err (engine/fs.h ma_fs_rename) */
+static int l_rename(lua_State *L)
+{
+	ma_err e;
+	if (ma_fs_rename(root(L), luaL_checkstring(L, 1), luaL_checkstring(L, 2), lua_toboolean(L, 3), &e))
+		return ma_push_err(L, &e);
+	lua_pushboolean(L, 1);
+	return 1;
+}
 
 /* -> sorted list of entry names (no . and ..) */
 static int l_list(lua_State *L)
@@ -212,6 +221,24 @@ static int l_stat(lua_State *L)
 	lua_setfield(L, -2, "gid");
 	lua_pushstring(L, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
 	lua_setfield(L, -2, "type");
+	return 1;
+}
+
+/* A symlink's target as stored (not resolved): the trust check (framework/site/trust.lua) walks a
+ * path a component at a time, as the kernel does, and judges every link and directory it passes. */
+static int l_readlink(lua_State *L)
+{
+	char host[MA_PATH_MAX], target[MA_PATH_MAX];
+	ma_err e;
+	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
+		return ma_push_err(L, &e);
+	ssize_t n = readlink(host, target, sizeof target);
+	if (n < 0 || (size_t)n >= sizeof target) {
+		lua_pushnil(L);
+		lua_pushfstring(L, "readlink %s: %s", host, n < 0 ? strerror(errno) : "target too long");
+		return 2;
+	}
+	lua_pushlstring(L, target, (size_t)n);
 	return 1;
 }
 
@@ -357,7 +384,8 @@ int luaopen_moonadm_fs(lua_State *L)
 				       {"write", l_write},       {"read", l_read},     {"read_regular", l_read_regular},
 				       {"exists", l_exists},
 				       {"mkdir", l_mkdir},       {"remove", l_remove}, {"remove_tree", l_remove_tree},
-				       {"copy", l_copy},         {"list", l_list},     {"stat", l_stat},
+				       {"copy", l_copy},         {"rename", l_rename},     {"list", l_list},     {"stat", l_stat},
+				       {"readlink", l_readlink},
 				       {"lock", l_lock},         {"clean_temps", l_clean_temps},
 				       {"group_begin", l_group_begin}, {"commit", l_commit}, {"group_end", l_group_end},
 				       {"pending", l_pending},   {"on_commit", l_on_commit},

@@ -71,8 +71,15 @@ static int mkdir_host(char *host, mode_t mode, ma_err *e)
 		if (rc)
 			return rc;
 	}
-	if (mkdir(host, mode) != 0 && errno != EEXIST)
-		return ma_fail_errno(e, errno, "mkdir %s", host);
+	if (mkdir(host, mode) != 0) {
+		if (errno != EEXIST)
+			return ma_fail_errno(e, errno, "mkdir %s", host);
+		/* made meanwhile by someone else: a directory is used as it is, and nothing is done
+		 * through a symlink planted there (a chmod would change its target) */
+		if (lstat(host, &st) != 0 || !S_ISDIR(st.st_mode))
+			return ma_fail(e, "%s appeared while it was being created and is not a directory", host);
+		return 0;
+	}
 	if (chmod(host, mode) != 0) /* mkdir's mode is filtered by the umask */
 		return ma_fail_errno(e, errno, "chmod %s", host);
 	return 0;
@@ -585,6 +592,39 @@ int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e)
 	int rc = write_host(hto, data, len, st.st_mode & 07777, e);
 	free(data);
 	return rc;
+}
+
+/* The directory part of a host path (for its fsync). */
+static void parent_of(const char *host, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s", host);
+	char *slash = strrchr(out, '/');
+	if (slash == out)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(out, outlen, ".");
+}
+
+int ma_fs_rename(const char *root, const char *from, const char *to, int exchange, ma_err *e)
+{
+	char hfrom[MA_PATH_MAX], hto[MA_PATH_MAX], dfrom[MA_PATH_MAX], dto[MA_PATH_MAX];
+	if (ma_fs_resolve(root, from, hfrom, sizeof hfrom, e) || ma_fs_resolve(root, to, hto, sizeof hto, e))
+		return -1;
+	if (renameat2(AT_FDCWD, hfrom, AT_FDCWD, hto, exchange ? RENAME_EXCHANGE : RENAME_NOREPLACE) != 0) {
+		int err = errno;
+		if (err == EXDEV)
+			return ma_fail(e, "%s %s and %s: they are on different file systems", exchange ? "exchange" : "rename",
+				       hfrom, hto);
+		return ma_fail_errno(e, err, "%s %s %s %s", exchange ? "exchange" : "rename", hfrom,
+				     exchange ? "with" : "to", hto);
+	}
+	parent_of(hfrom, dfrom, sizeof dfrom);
+	parent_of(hto, dto, sizeof dto);
+	if (fsync_dir(dfrom, e))
+		return -1;
+	return strcmp(dfrom, dto) ? fsync_dir(dto, e) : 0;
 }
 
 static int lock_fail(int fd, int err, ma_err *e, const char *what, const char *host)

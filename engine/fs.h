@@ -62,6 +62,11 @@ int ma_fs_remove(const char *root, const char *path, ma_err *e);
 int ma_fs_remove_tree(const char *root, const char *path, int keep_top, ma_err *e);
 /* Copies a file atomically (same mode), e.g. a backup before an upgrade rewrites it. */
 int ma_fs_copy(const char *root, const char *from, const char *to, ma_err *e);
+/* rename(2) of a file or directory, durable (both parent dirs fsynced); never replaces a non-empty
+ * directory. With exchange, both paths must exist and swap atomically (renameat2 RENAME_EXCHANGE):
+ * at every instant each path names one complete tree, so a directory restored this way is never
+ * seen empty or half-copied, even by a crash between the two halves. Same file system only. */
+int ma_fs_rename(const char *root, const char *from, const char *to, int exchange, ma_err *e);
 
 /* The root lock (one moonadm at a time on a root): opens or creates `path` (0600, never through a
  * symlink), takes a non-blocking flock on it and records this process's pid in it. Returns 0 with

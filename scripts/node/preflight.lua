@@ -97,17 +97,44 @@ local function sh_read(cmd)
   return out, ok
 end
 
+-- The process listening on a TCP port in this network namespace (the node's own in the lab), as
+-- `ss` names it: its command name and PID, or nil when nothing tells (no ss, no listener seen).
+function M.port_listener(port)
+  local out = sh_read(("ss -Hltnp 'sport = :%d'"):format(port))
+  local name, pid = (out or ""):match('users:%(%("([^"]+)",pid=(%d+)')
+  return name, tonumber(pid)
+end
+
+-- Whether a process's command name (its executable's file name cut at 15 bytes, as the kernel keeps
+-- it) is `program`: the name itself, or the name followed by a tag (the lab runs `etcd:3.6.8-0`).
+function M.is_program(comm, program)
+  if comm == program:sub(1, 15) then return true end
+  local head = comm:sub(1, #program + 1)
+  return #comm >= math.min(15, #program + 1) and (program .. ":"):sub(1, #head) == head
+end
+
 -- Port-N: the port can be bound on the advertise address and on the wildcard address of its family
--- (kubeadm binds ":N", so a listener on any address counts).
-function M.port_open(port, ip, owner)
+-- (kubeadm binds ":N", so a listener on any address counts). Under --resume a port held by the
+-- node's own process passes: `owner` is the file an earlier run of this flow wrote that started it
+-- (a static Pod's manifest, the kubelet's config.yaml), and `process` the command name its
+-- listener must have (checked when ss can tell), so a port some other program took is still an error.
+function M.port_open(port, ip, owner, process)
   return {
     name = ("Port-%d"):format(port),
     run = function(ctx)
-      if ctx and vouched(ctx, owner) and fs.exists(owner) then return end
       local wild = ip and ip:find(":", 1, true) and "::" or "0.0.0.0"
       for _, addr in ipairs { ip or wild, wild } do
         local free, err = net.port_free(addr, port)
-        if free == false then return { { level = "error", msg = ("Port %d is in use"):format(port) } } end
+        if free == false then
+          local name, pid = M.port_listener(port)
+          if ctx and vouched(ctx, owner) and fs.exists(owner) and (not name or not process or M.is_program(name, process)) then
+            log.v(1, "[preflight] port %d is held by %s, started by an earlier run of this flow (%s): accepted under --resume",
+              port, name and ("%s (pid %d)"):format(name, pid) or "this node's process", owner)
+            return
+          end
+          local by = name and (" by %s (pid %d)"):format(name, pid) or ""
+          return { { level = "error", msg = ("Port %d is in use%s"):format(port, by) } }
+        end
         if free == nil and addr == wild then
           return { { level = "warning", msg = ("could not check port %d: %s"):format(port, err) } }
         end
@@ -322,7 +349,7 @@ end
 -- kubeadm's RunPullImagesCheck (run by init; kubeadm also runs it on a control-plane join, moonadm does
 -- not: docs/compatibility.md): on a node with a runtime (the systemd node runtime), the control plane's
 -- images present or pulled, with kubeadm's words. Under --root the host's runtime is not this node's.
-function M.pull_images(ctx, cluster, prefix)
+function M.pull_images(ctx, cluster, prefix, ignore)
   local rt = ctx.flags and ctx.flags["node-runtime"] or "systemd"
   if rt ~= "systemd" then return end
   if rooted(ctx) then
@@ -340,7 +367,7 @@ function M.pull_images(ctx, cluster, prefix)
   local list = images.list(cluster)
   list.pause = images.pause(cluster)
   local reg = config.node_document(ctx.cfg).nodeRegistration or {}
-  M.run(ctx, { M.image_pull(list, reg.imagePullPolicy) })
+  M.run(ctx, { M.image_pull(list, reg.imagePullPolicy) }, ignore)
 end
 
 -- Service-kubelet: the kubelet service is enabled (kubeadm checks it is not also active at init).
@@ -454,7 +481,8 @@ function M.node_checks(ctx, node_name, cp_version)
     checks[#checks + 1] = M.kubelet_version(cp_version)
     checks[#checks + 1] = M.service_kubelet
   end
-  checks[#checks + 1] = M.port_open(10250)
+  -- the kubelet an earlier run started (kubelet-start wrote its config.yaml) holds it under --resume
+  checks[#checks + 1] = M.port_open(10250, nil, "/var/lib/kubelet/config.yaml", "kubelet")
   checks[#checks + 1] = M.swap
   return checks
 end
@@ -462,25 +490,27 @@ end
 -- Checks of a control-plane node: CPUs, memory, its ports, manifests absent, etcd data dir empty.
 function M.control_plane_checks(ctx, ip, bind_port)
   local function manifest(c) return ("/etc/kubernetes/manifests/%s.yaml"):format(c) end
-  local checks = { M.num_cpu, M.mem, M.port_open(bind_port, ip, manifest("kube-apiserver")),
-    M.port_open(10259, ip, manifest("kube-scheduler")), M.port_open(10257, ip, manifest("kube-controller-manager")) }
+  local checks = { M.num_cpu, M.mem, M.port_open(bind_port, ip, manifest("kube-apiserver"), "kube-apiserver"),
+    M.port_open(10259, ip, manifest("kube-scheduler"), "kube-scheduler"),
+    M.port_open(10257, ip, manifest("kube-controller-manager"), "kube-controller-manager") }
   for _, c in ipairs { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" } do
     checks[#checks + 1] = M.file_available(("/etc/kubernetes/manifests/%s.yaml"):format(c))
   end
   local etcd = ctx.cfg.cluster and ctx.cfg.cluster.etcd
   if not (etcd and etcd["external"]) then
-    checks[#checks + 1] = M.port_open(2379, ip, manifest("etcd"))
-    checks[#checks + 1] = M.port_open(2380, ip, manifest("etcd"))
+    checks[#checks + 1] = M.port_open(2379, ip, manifest("etcd"), "etcd")
+    checks[#checks + 1] = M.port_open(2380, ip, manifest("etcd"), "etcd")
     checks[#checks + 1] = M.dir_available((etcd and etcd["local"] and etcd["local"].dataDir) or "/var/lib/etcd", manifest("etcd"))
   end
   return checks
 end
 
--- Runs the checks; raises one error listing every failing check, kubeadm-style.
-function M.run(ctx, checks)
+-- Runs the checks; raises one error listing every failing check, kubeadm-style. `names`: the checks
+-- to ignore, when the caller knows them (upgrade's come from its own configuration part).
+function M.run(ctx, checks, names)
   local ignore = {}
   local doc = config.node_document(ctx.cfg)
-  local from_cfg = ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.ignorePreflightErrors
+  local from_cfg = names or ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.ignorePreflightErrors
     or (doc.nodeRegistration or {}).ignorePreflightErrors
   for _, n in ipairs(from_cfg or ctx.flags["ignore-preflight-errors"] or {}) do
     ignore[n:lower()] = true
@@ -496,7 +526,7 @@ function M.run(ctx, checks)
     end
   end
   if #errs > 0 then
-    local hint = ctx.journal and next(ctx.journal.data.phases) and
+    local hint = ctx.journal and not ctx.flags.resume and next(ctx.journal.data.phases) and
       "\nThis node has a moonadm journal from an earlier run: to continue it, run the same command with --resume." or ""
     error(("[preflight] Some fatal errors occurred:\n%s\n[preflight] If you know what you are doing, you can make a check non-fatal with `--ignore-preflight-errors=...`%s")
       :format(table.concat(errs, "\n"), hint), 0)

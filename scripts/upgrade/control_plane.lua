@@ -29,6 +29,8 @@ local members = require "etcd.members"
 local pod = require "manifests.pod"
 local manifests_etcd = require "manifests.etcd"
 local config = require "config"
+local data_dir = require "etcd.data_dir"
+local net = require "moonadm.net"
 
 M.TMP = "/etc/kubernetes/tmp"
 M.COMPONENTS = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" }
@@ -39,30 +41,6 @@ function M.timestamp() return os.date("%Y-%m-%d-%H-%M-%S") end
 
 -- What the lab's kubelet stand-in puts in kubernetes.io/config.hash: the manifest's content hash.
 function M.content_hash(text) return encoding.sha256_hex(text):sub(1, 32) end
-
--- Copies a directory tree (etcd's data dir) under the root; returns the number of files copied.
-function M.copy_tree(src, dst)
-  local ok, err = fs.mkdir(dst, "0700")
-  if not ok then return nil, err end
-  local list, lerr = fs.list(src)
-  if not list then return nil, lerr end
-  local n = 0
-  for _, name in ipairs(list) do
-    local s, d = src .. "/" .. name, dst .. "/" .. name
-    local st, serr = fs.stat(s)
-    if not st then return nil, serr end
-    if st.type == "directory" then
-      local k, cerr = M.copy_tree(s, d)
-      if not k then return nil, cerr end
-      n = n + k
-    elseif st.type == "file" then
-      ok, err = fs.copy(s, d)
-      if not ok then return nil, err end
-      n = n + 1
-    end
-  end
-  return n
-end
 
 local function mirror(c, component, node)
   return c:get({ apiVersion = "v1", kind = "Pod", namespace = "kube-system", name = component .. "-" .. node },
@@ -155,27 +133,58 @@ function M.restored(st)
   return out
 end
 
--- Restores the replaced manifests from the backup (and etcd's data when etcd itself failed).
+-- Stops the local etcd before its data dir is touched: its manifest leaves the manifests dir (the
+-- backup keeps it) and the kubelet stops the pod; done once its client and peer ports stayed free
+-- for ETCD_STOP_QUIET seconds (a crash-looping etcd may be between two starts at one check).
+M.ETCD_STOP_TIMEOUT, M.ETCD_STOP_QUIET = 90, 3
+function M.stop_etcd(ctx)
+  local ok, err = fs.remove(manifests.path("etcd"))
+  if not ok then return nil, ("removing %s: %s"):format(manifests.path("etcd"), err) end
+  local adv = nodeview.advertise_address(ctx)
+  local deadline, quiet_since = core.monotonic() + M.ETCD_STOP_TIMEOUT, nil
+  log.info("[upgrade/rollback] Waiting for the kubelet to stop etcd (its ports %s:2379 and 2380 free for %ds)", adv,
+    M.ETCD_STOP_QUIET)
+  while true do
+    local busy = net.port_free(adv, 2379) == false or net.port_free(adv, 2380) == false
+    local now = core.monotonic()
+    if busy then quiet_since = nil else quiet_since = quiet_since or now end
+    if quiet_since and now - quiet_since >= M.ETCD_STOP_QUIET then return true end
+    if now > deadline then
+      return nil, ("etcd still listens on %s:2379 or 2380 %ds after its manifest was removed: not touching its data "
+        .. "while it runs"):format(adv, M.ETCD_STOP_TIMEOUT)
+    end
+    core.sleep(M.INTERVAL)
+  end
+end
+
+-- Puts the etcd data backed up before the upgrade back in place (kubeadm's rollbackEtcdData), with
+-- etcd stopped; the failed data is kept beside the backup. → true | nil, err.
+function M.restore_etcd_data(ctx, st)
+  local ddir = manifests_etcd.data_dir(ctx.cfg.cluster)
+  local failed = st.etcd_backup .. "-failed"
+  local ok, err = M.stop_etcd(ctx)
+  if not ok then return nil, err end
+  log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s (the data it had is kept in %s)", ddir,
+    st.etcd_backup, failed)
+  return data_dir.restore(ddir, st.etcd_backup, st.etcd_backup_files, failed)
+end
+
+-- Restores etcd's data when etcd itself failed, then the replaced manifests from the backup.
 function M.rollback(ctx, st, reason)
   log.warn("[upgrade/staticpods] %s; rolling back the static Pod manifests from %s", reason, st.backup_dir)
   local errs = {}
   local restored = M.restored(st)
+  if st.etcd_failed and st.etcd_backup and (st.etcd_backup_files or 0) > 0 then
+    local ok, err = M.restore_etcd_data(ctx, st)
+    if not ok then
+      errs[#errs + 1] = ("restoring the etcd data: %s; the backup of the etcd data is in %s"):format(err, st.etcd_backup)
+    end
+  end
   for i = #restored, 1, -1 do
     local r = restored[i]
     local ok, err = fs.write(manifests.path(r.component), r.old, "0600")
     if not ok then errs[#errs + 1] = ("restoring %s: %s"):format(r.component, err)
     else log.info("[upgrade/rollback] Restored %s from %s", manifests.path(r.component), r.backup) end
-  end
-  if st.etcd_failed and st.etcd_backup and (st.etcd_backup_files or 0) > 0 then
-    -- kubeadm's rollbackEtcdData; the failed data dir is kept next to the backup first
-    local ddir = manifests_etcd.data_dir(ctx.cfg.cluster)
-    local failed = st.etcd_backup .. "-failed"
-    log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s (the data it had is kept in %s)", ddir,
-      st.etcd_backup, failed)
-    local ok, err = M.copy_tree(ddir, failed)
-    if ok then ok, err = fs.remove_tree(ddir) end
-    if ok then ok, err = M.copy_tree(st.etcd_backup, ddir) end
-    if not ok then errs[#errs + 1] = ("restoring the etcd data: %s"):format(err) end
   end
   -- wait for the old components, so the error is raised with the control plane back up
   for i = #restored, 1, -1 do
@@ -269,9 +278,8 @@ function M.run(ctx, opts)
     if old ~= new and not ctx.dry_run then
       st.etcd_backup = ("%s/kubeadm-backup-etcd-%s/etcd"):format(M.TMP, st.ts)
       log.info("[upgrade/etcd] Backing up the etcd data dir %s to %s", ddir, st.etcd_backup)
-      local n, err = M.copy_tree(ddir, st.etcd_backup)
-      if not n then error(("[upgrade/etcd] backing up the etcd data dir %s: %s"):format(ddir, err), 0) end
-      if n == 0 then error(("[upgrade/etcd] the etcd data dir %s is empty: refusing to upgrade etcd"):format(ddir), 0) end
+      local n, err = data_dir.backup(ddir, st.etcd_backup)
+      if not n then error(("[upgrade/etcd] %s: refusing to upgrade etcd"):format(err), 0) end
       st.etcd_backup_files = n
     end
     upgrade_component(ctx, st, "etcd")

@@ -5,6 +5,7 @@ local log = require "framework.log"
 local yaml = require "moonadm.yaml"
 local config = require "config"
 local cadmin = require "cluster.admin"
+local cluster_node = require "cluster.node"
 local data = require "flows.upgrade.data"
 local version = require "upgrade.version"
 local releases = require "config.releases"
@@ -13,31 +14,17 @@ local node_preflight = require "node.preflight"
 
 local M = {}
 
-local function ignored(ctx, name)
+-- The checks to ignore: --ignore-preflight-errors and the configuration's apply|node part.
+local function ignore_list(ctx)
   local list = {}
   for _, x in ipairs(ctx.flags and ctx.flags["ignore-preflight-errors"] or {}) do list[#list + 1] = x end
   for _, x in ipairs(data.part(ctx).ignorePreflightErrors or {}) do list[#list + 1] = x end
-  for _, x in ipairs(list) do
+  return list
+end
+
+local function ignored(ctx, name)
+  for _, x in ipairs(ignore_list(ctx)) do
     if x:lower() == "all" or x:lower() == name:lower() then return true end
-  end
-  return false
-end
-
--- The kubelet versions of every Node: {{node=, version=}}.
-function M.kubelets(c)
-  local list, err = c:list { apiVersion = "v1", kind = "Node" }
-  if not list then return nil, err end
-  local out = {}
-  for _, n in ipairs(list.items or {}) do
-    out[#out + 1] = { node = n.metadata.name, version = ((n.status or {}).nodeInfo or {}).kubeletVersion,
-      ready = M.ready(n), control_plane = (n.metadata.labels or {})["node-role.kubernetes.io/control-plane"] ~= nil }
-  end
-  return out
-end
-
-function M.ready(n)
-  for _, cond in ipairs((n.status or {}).conditions or {}) do
-    if cond.type == "Ready" then return cond.status == "True" end
   end
   return false
 end
@@ -88,8 +75,8 @@ end
 function M.apply(ctx)
   local c = cadmin.client(ctx)
   log.info("[preflight] Running pre-flight checks.")
-  local nodes, nerr = M.kubelets(c)
-  if not nodes then error("[upgrade] listing the Nodes: " .. tostring(nerr), 0) end
+  local nodes, nerr = cluster_node.kubelets(c)
+  if not nodes then error("[upgrade] " .. nerr, 0) end
   M.health(ctx, c, nodes)
   local current, verr = data.cluster_version(c)
   if not current then error("[upgrade/version] fetching the cluster version: " .. tostring(verr), 0) end
@@ -104,6 +91,9 @@ function M.apply(ctx)
     allow_experimental = part.allowExperimentalUpgrades, allow_rc = part.allowRCUpgrades }
   version.enforce(r, part.forceUpgrade or (ctx.flags and ctx.flags.force))
   ctx.data.upgrade_from = current
+  -- kubeadm's RunPullImagesCheck: every image of the target release present or pulled before any
+  -- manifest is replaced, so a missing image stops the upgrade here, not mid-way with etcd down
+  if nodeview.runs_control_plane(ctx) then node_preflight.pull_images(ctx, ctx.cfg.cluster, nil, ignore_list(ctx)) end
   if part.printConfig or (ctx.flags and ctx.flags["print-config"]) then
     log.info("[upgrade/config] Configuration used:")
     log.result(yaml.encode(config.cluster_for_upload(ctx.cfg.cluster)))
@@ -139,6 +129,7 @@ function M.node(ctx)
     error(("[upgrade] the cluster's version %s is newer than this moonadm speaks (up to %s): upgrade moonadm first"):format(
       target, releases.newest()), 0)
   end
+  node_preflight.pull_images(ctx, ctx.cfg.cluster, nil, ignore_list(ctx))
 end
 
 return M

@@ -54,6 +54,63 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.matches("downgrading across minor versions", out)
   end)
 
+  -- Issue 46, defect 0: /var/lib/etcd is a mount point on the lab's nodes (as where etcd has a disk
+  -- of its own); the rollback once emptied it, failed to remove it and never restored the backup.
+  -- Every key is counted in etcd itself, not through the API server's watch cache.
+  local ETCDCTL = { "etcdctl", "--endpoints", "https://127.0.0.1:2379", "--cacert", "/etc/kubernetes/pki/etcd/ca.crt",
+    "--cert", "/etc/kubernetes/pki/etcd/healthcheck-client.crt", "--key", "/etc/kubernetes/pki/etcd/healthcheck-client.key",
+    "--command-timeout", "5s", "get", "/registry/", "--prefix", "--keys-only" }
+  local function etcd_keys()
+    local code, out = fixture.exec(st, "cp1", ETCDCTL)
+    if code ~= 0 then return nil, out end
+    local keys = {}
+    for k in out:gmatch("[^\n]+") do keys[k] = true end
+    return keys
+  end
+
+  it("a " .. TO .. " etcd that cannot start is rolled back with every key of etcd kept (data dir a mount point)", function()
+    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM })
+    local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-etcd-rollback", "--from-literal=k=v" })
+    assert.equal(0, rc, o)
+    local root = st.nodes[1].root
+    local code, out = fixture.exec(st, "cp1", { "mountpoint", "/var/lib/etcd" })
+    assert.equal(0, code, "the lab's /var/lib/etcd is not a mount point: " .. out)
+    local before = assert(etcd_keys())
+    assert.is_true(before["/registry/configmaps/kube-system/kubeadm-config"])
+    assert.is_true(before["/registry/configmaps/default/before-etcd-rollback"])
+    local manifest = root .. "/etc/kubernetes/manifests/etcd.yaml"
+    local old_manifest = h.read(manifest)
+    h.write(root .. "/etc/kubernetes/tmp/broken-etcd/etcd+json.json",
+      '[{"op": "add", "path": "/spec/containers/0/command/-", "value": "--no-such-flag=1"}]')
+    h.write(root .. "/etc/kubernetes/tmp/upgrade-broken-etcd.yaml", table.concat({
+      "apiVersion: kubeadm.k8s.io/v1beta4", "kind: UpgradeConfiguration", "apply:", "  kubernetesVersion: " .. TO,
+      "  patches:", "    directory: /etc/kubernetes/tmp/broken-etcd",
+      "timeouts:", "  upgradeManifests: 60s", "  controlPlaneComponentHealthCheck: 20s", "" }, "\n"))
+    local t0 = os.time()
+    code, out = on("cp1", { "moonadm", "upgrade", "apply", "--config", "/etc/kubernetes/tmp/upgrade-broken-etcd.yaml", "--yes" })
+    io.stderr:write(("\n[figure] upgrade apply %s -> %s with a broken etcd: failed and rolled back in %ds\n")
+      :format(FROM, TO, os.time() - t0))
+    assert.are_not.equal(0, code)
+    assert.matches("the upgrade of etcd failed", out)
+    assert.matches("Restoring the etcd data dir /var/lib/etcd from /etc/kubernetes/tmp/kubeadm%-backup%-etcd%-", out)
+    assert.matches("previous manifests were restored", out)
+    assert.equal(old_manifest, h.read(manifest))
+    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM })
+    local after
+    fixture.wait_for("etcd to answer after the rollback", 60, function()
+      local why
+      after, why = etcd_keys()
+      return after ~= nil, why
+    end)
+    local lost = {}
+    for k in pairs(before) do if not after[k] then lost[#lost + 1] = k end end
+    assert.same({}, lost)
+    -- the failed etcd's data is kept beside the backup, and the data dir has nothing of the restore left
+    code, out = fixture.exec(st, "cp1", { "sh", "-c", "ls -d /etc/kubernetes/tmp/kubeadm-backup-etcd-*/etcd-failed/member "
+      .. "&& test ! -e /var/lib/etcd/.moonadm-restore" })
+    assert.equal(0, code, out)
+  end)
+
   it("a " .. TO .. " kube-apiserver that cannot start is rolled back to " .. FROM .. "; etcd stays upgraded, its data whole", function()
     fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
       "kube-scheduler:" .. FROM })

@@ -80,6 +80,54 @@ describe("preflight", function()
 
   describe("checks as functions", function()
     local ctx = { root = "/", flags = {}, cfg = {} }
+
+    -- Issue 46, defect 1: --resume once failed Port-10250 on every real node whose kubelet had
+    -- started. A port held by the node's own process (started by the journaled run: its file is the
+    -- journal's) passes under --resume; one held by anything else stays an error naming the holder.
+    it("Port-N under --resume: the node's own process passes, another program is named in the error", function()
+      local dir = h.tmpdir()
+      -- a listener whose command name is "kubelet" (a copy of the Lua interpreter under that name)
+      os.execute("cp /usr/bin/lua5.4 " .. h.q(dir .. "/kubelet"))
+      os.execute("mkfifo " .. h.q(dir .. "/stdin"))
+      local pf = io.popen("exec python3 -c \"import socket,os,sys;s=socket.socket();s.bind(('127.0.0.1',0));s.listen();" ..
+        "print(s.getsockname()[1]);sys.stdout.flush();os.set_inheritable(s.fileno(),True);" ..
+        "os.execv('" .. dir .. "/kubelet',['kubelet','-e','io.read()'])\" <" .. h.q(dir .. "/stdin"), "r")
+      local stdin = assert(io.open(dir .. "/stdin", "w")) -- the listener lives until this closes
+      local port = pf:read("n")
+      assert.is_number(port)
+      assert.is_false(net.port_free("127.0.0.1", port))
+      assert.equal("kubelet", (preflight.port_listener(port)))
+      local owned = { owns = function(_, f) return f == "/etc/moonadm-spec-owner" end, data = { phases = {} } }
+      local resume = { root = "/", flags = { resume = true }, cfg = {}, journal = owned }
+      local fs = require "moonadm.fs"
+      fs.set_root(dir)
+      h.write(dir .. "/etc/moonadm-spec-owner", "x")
+      local ok, err = pcall(function()
+        assert.is_nil(preflight.port_open(port, "127.0.0.1", "/etc/moonadm-spec-owner", "kubelet").run(resume))
+        -- without --resume, or for another program's port, or without the journal's file: an error
+        local r = preflight.port_open(port, "127.0.0.1", "/etc/moonadm-spec-owner", "kubelet").run(ctx)
+        assert.matches(("Port %d is in use by kubelet %%(pid %%d+%%)"):format(port), r[1].msg)
+        r = preflight.port_open(port, "127.0.0.1", "/etc/moonadm-spec-owner", "etcd").run(resume)
+        assert.matches(("Port %d is in use by kubelet"):format(port), r[1].msg)
+        r = preflight.port_open(port, "127.0.0.1", "/etc/not-owned", "kubelet").run(resume)
+        assert.equal("error", r[1].level)
+      end)
+      fs.set_root("/")
+      stdin:close()
+      pf:close()
+      h.rmrf(dir)
+      assert(ok, err)
+    end)
+
+    it("a program's name as the kernel keeps it (15 bytes) and as the lab tags it", function()
+      assert.is_true(preflight.is_program("kube-controller", "kube-controller-manager"))
+      assert.is_true(preflight.is_program("kube-apiserver:", "kube-apiserver"))
+      assert.is_true(preflight.is_program("etcd:3.6.6-0", "etcd"))
+      assert.is_false(preflight.is_program("etcdx", "etcd"))
+      assert.is_false(preflight.is_program("kube", "kube-apiserver"))
+      assert.is_false(preflight.is_program("nginx", "kubelet"))
+    end)
+
     it("KubeletVersion: higher than the control plane and too old are errors, within skew passes", function()
       local function run(v) return preflight.kubelet_version("v1.35.4", function() return v end).run(ctx) end
       assert.is_nil(run("v1.35.0"))
