@@ -9,36 +9,32 @@
 #define ARRAY_MT "moonadm.yaml.array_mt" /* marks a table as a sequence */
 static char null_sentinel;               /* yaml.null is this address as a light userdata */
 
+/* pos[tbl] = {line = line, keys = the table on top of the stack}; pops that table. */
+static void set_pos(lua_State *L, int tbl, int line)
+{
+	tbl = lua_absindex(L, tbl);
+	int keys = lua_gettop(L);
+	lua_getfield(L, LUA_REGISTRYINDEX, POS_KEY); /* keys, pos */
+	lua_pushvalue(L, tbl);
+	lua_createtable(L, 0, 2); /* keys, pos, node, info */
+	lua_pushinteger(L, line);
+	lua_setfield(L, -2, "line");
+	lua_pushvalue(L, keys);
+	lua_setfield(L, -2, "keys");
+	lua_settable(L, -3); /* keys, pos */
+	lua_pop(L, 2);
+}
+
+/* A sequence's position: its line and the line of each item. */
 static void record_pos(lua_State *L, int tbl, const ma_ynode *n)
 {
 	tbl = lua_absindex(L, tbl);
-	lua_getfield(L, LUA_REGISTRYINDEX, POS_KEY); /* pos */
-	lua_pushvalue(L, tbl);
-	lua_createtable(L, 0, 3); /* pos, node, info */
-	lua_pushinteger(L, n->line);
-	lua_setfield(L, -2, "line");
-	lua_createtable(L, 0, (int)n->n); /* pos, node, info, keys */
-	if (n->type == MA_Y_MAP) {
-		for (size_t i = 0; i + 1 < n->n; i += 2) {
-			const ma_ynode *k = n->kids[i];
-			if (k->type == MA_Y_STR)
-				lua_pushlstring(L, k->s, k->slen);
-			else if (k->type == MA_Y_INT)
-				lua_pushinteger(L, k->i);
-			else
-				continue;
-			lua_pushinteger(L, k->line);
-			lua_settable(L, -3);
-		}
-	} else {
-		for (size_t i = 0; i < n->n; i++) {
-			lua_pushinteger(L, n->kids[i]->line);
-			lua_seti(L, -2, (lua_Integer)i + 1);
-		}
+	lua_createtable(L, (int)n->n, 0);
+	for (size_t i = 0; i < n->n; i++) {
+		lua_pushinteger(L, n->kids[i]->line);
+		lua_seti(L, -2, (lua_Integer)i + 1);
 	}
-	lua_setfield(L, -2, "keys"); /* pos, node, info */
-	lua_settable(L, -3);        /* pos */
-	lua_pop(L, 1);
+	set_pos(L, tbl, n->line);
 }
 
 static void push_node(lua_State *L, const ma_ynode *n)
@@ -70,17 +66,25 @@ static void push_node(lua_State *L, const ma_ynode *n)
 		record_pos(L, -1, n);
 		break;
 	case MA_Y_MAP:
-		lua_createtable(L, 0, (int)(n->n / 2));
+		lua_createtable(L, 0, (int)(n->n / 2)); /* node */
+		lua_createtable(L, 0, (int)(n->n / 2)); /* node, keys: the line of each key */
 		for (size_t i = 0; i + 1 < n->n; i += 2) {
 			const ma_ynode *k = n->kids[i];
 			if (k->type == MA_Y_NULL) /* a null key has no Lua equivalent; keep its text */
 				lua_pushstring(L, "null");
 			else
 				push_node(L, k);
+			/* The key's line under the same Lua value: pushing the text again would copy a long
+			 * string, twice the bytes the decoder charged for it. */
+			if (k->type == MA_Y_STR || k->type == MA_Y_INT) {
+				lua_pushvalue(L, -1);
+				lua_pushinteger(L, k->line);
+				lua_settable(L, -4);
+			}
 			push_node(L, n->kids[i + 1]);
-			lua_settable(L, -3);
+			lua_settable(L, -4);
 		}
-		record_pos(L, -1, n);
+		set_pos(L, -2, n->line);
 		break;
 	}
 }
@@ -332,7 +336,7 @@ int luaopen_moonadm_yaml(lua_State *L)
 	luaL_getmetatable(L, ARRAY_MT);
 	lua_setfield(L, -2, "array_mt");
 	ma_yaml_limits lim = ma_yaml_default_limits(); /* what decode refuses beyond */
-	lua_createtable(L, 0, 4);
+	lua_createtable(L, 0, 5);
 	lua_pushinteger(L, (lua_Integer)lim.max_bytes);
 	lua_setfield(L, -2, "max_bytes");
 	lua_pushinteger(L, (lua_Integer)lim.max_nodes);
@@ -341,6 +345,8 @@ int luaopen_moonadm_yaml(lua_State *L)
 	lua_setfield(L, -2, "max_depth");
 	lua_pushinteger(L, (lua_Integer)lim.max_keys);
 	lua_setfield(L, -2, "max_keys");
+	lua_pushinteger(L, (lua_Integer)lim.max_scalar_bytes);
+	lua_setfield(L, -2, "max_scalar_bytes");
 	lua_setfield(L, -2, "limits");
 	return 1;
 }

@@ -192,7 +192,8 @@ static void resolve_plain(ma_ynode *n, const char *s, size_t len)
 
 ma_yaml_limits ma_yaml_default_limits(void)
 {
-	ma_yaml_limits l = {MA_YAML_MAX_BYTES, MA_YAML_MAX_NODES, MA_YAML_MAX_DEPTH, MA_YAML_MAX_KEYS};
+	ma_yaml_limits l = {MA_YAML_MAX_BYTES, MA_YAML_MAX_NODES, MA_YAML_MAX_DEPTH, MA_YAML_MAX_KEYS,
+			    MA_YAML_MAX_SCALAR_BYTES};
 	return l;
 }
 
@@ -370,9 +371,11 @@ static double allowed_alias_ratio(size_t nodes)
 	return 0.99 - 0.89 * ((double)(nodes - 400000) / (double)(4000000 - 400000));
 }
 
-/* Counts `made` new nodes, `aliased` of them copied by an alias, against the budgets (before they
- * are made: the stats count only what was). */
-static int count_nodes(struct parser *p, size_t made, size_t aliased, int line, int col)
+/* Counts `made` new nodes, `aliased` of them copied by the alias *alias_name (NULL: parsed), holding
+ * `bytes` of scalar text, against the budgets (before they are made: the stats count only what
+ * was). */
+static int count_nodes(struct parser *p, size_t made, size_t aliased, size_t bytes, const char *alias_name, int line,
+		       int col)
 {
 	size_t nodes = p->st.nodes + made, alias = p->st.alias_nodes + aliased;
 	if (alias > 100 && nodes > 1000 && (double)alias / (double)nodes > allowed_alias_ratio(nodes))
@@ -386,19 +389,35 @@ static int count_nodes(struct parser *p, size_t made, size_t aliased, int line, 
 			       "%s:%d:%d: more than %zu YAML nodes (aliases expanded): moonadm decodes at most %zu "
 			       "nodes per stream; split the input or use fewer aliases",
 			       p->name, line, col, p->lim.max_nodes, p->lim.max_nodes);
-	p->st.nodes = nodes, p->st.alias_nodes = alias;
+	/* st.scalar_bytes never passes the budget, so the subtraction cannot wrap */
+	if (bytes > p->lim.max_scalar_bytes - p->st.scalar_bytes) {
+		if (alias_name)
+			return ma_fail(p->e,
+				       "%s:%d:%d: document contains excessive aliasing: the alias *%s would copy %zu bytes "
+				       "of text, past the %zu bytes (%zu MiB) of scalars moonadm decodes per stream, "
+				       "aliases expanded; write the values out instead of repeating large anchors",
+				       p->name, line, col, alias_name, bytes, p->lim.max_scalar_bytes,
+				       p->lim.max_scalar_bytes >> 20);
+		return ma_fail(p->e,
+			       "%s:%d:%d: more than %zu bytes (%zu MiB) of scalars, aliases expanded: moonadm decodes "
+			       "at most that per stream; split the input",
+			       p->name, line, col, p->lim.max_scalar_bytes, p->lim.max_scalar_bytes >> 20);
+	}
+	p->st.nodes = nodes, p->st.alias_nodes = alias, p->st.scalar_bytes += bytes;
 	return 0;
 }
 
-/* The nodes under n (n included), counting no further than cap, and its nesting height (a
- * scalar: 0; a mapping or sequence of scalars: 1). */
-static size_t measure(const ma_ynode *n, size_t *count, size_t cap)
+/* The nodes under n (n included), counting no further than cap, the bytes copy_node copies for
+ * their strings, and its nesting height (a scalar: 0; a mapping or sequence of scalars: 1). */
+static size_t measure(const ma_ynode *n, size_t *count, size_t *bytes, size_t cap)
 {
 	size_t h = 0;
 	if (++*count > cap)
 		return 0;
+	if (n->type == MA_Y_STR)
+		*bytes += n->slen; /* no wrap: each string was charged, the sum stays within the budget */
 	for (size_t i = 0; i < n->n && *count <= cap; i++) {
-		size_t k = measure(n->kids[i], count, cap);
+		size_t k = measure(n->kids[i], count, bytes, cap);
 		if (k > h)
 			h = k;
 	}
@@ -589,6 +608,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 		p.lim.max_nodes = or_default(lim->max_nodes, p.lim.max_nodes);
 		p.lim.max_depth = or_default(lim->max_depth, p.lim.max_depth);
 		p.lim.max_keys = or_default(lim->max_keys, p.lim.max_keys);
+		p.lim.max_scalar_bytes = or_default(lim->max_scalar_bytes, p.lim.max_scalar_bytes);
 	}
 	if (st)
 		memset(st, 0, sizeof *st);
@@ -625,7 +645,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 			break;
 		case YAML_SCALAR_EVENT: {
 			const char *s = (const char *)ev.data.scalar.value;
-			rc = count_nodes(&p, 1, 0, line, col);
+			rc = count_nodes(&p, 1, 0, ev.data.scalar.length, NULL, line, col);
 			if (rc)
 				break;
 			n = ma_ynode_str(s, ev.data.scalar.length);
@@ -653,7 +673,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 					     p.name, line, col, p.lim.max_depth, p.lim.max_depth);
 				break;
 			}
-			rc = count_nodes(&p, 1, 0, line, col);
+			rc = count_nodes(&p, 1, 0, 0, NULL, line, col);
 			if (rc)
 				break;
 			n = ma_ynode_new(ev.type == YAML_SEQUENCE_START_EVENT ? MA_Y_SEQ : MA_Y_MAP);
@@ -692,8 +712,8 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 				break;
 			}
 			/* Refuse before copying: the copy's size and depth are known from the target. */
-			size_t size = 0, room = p.lim.max_nodes - p.st.nodes;
-			size_t height = measure(target, &size, room < ((size_t)-1) ? room + 1 : room);
+			size_t size = 0, bytes = 0, room = p.lim.max_nodes - p.st.nodes;
+			size_t height = measure(target, &size, &bytes, room < ((size_t)-1) ? room + 1 : room);
 			if (p.depth - 1 + height > p.lim.max_depth) {
 				rc = ma_fail(e,
 					     "%s:%d:%d: the alias *%s nests mappings and sequences more than %zu deep: "
@@ -701,7 +721,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 					     p.name, line, col, a, p.lim.max_depth, p.lim.max_depth);
 				break;
 			}
-			rc = count_nodes(&p, size, size, line, col);
+			rc = count_nodes(&p, size, size, bytes, a, line, col);
 			if (rc)
 				break;
 			n = copy_node(target);

@@ -31,12 +31,17 @@ typedef struct ma_yaml_limits {
 	size_t max_nodes; /* every node made: parsed, or copied by an alias */
 	size_t max_depth; /* mappings and sequences nested in each other, aliases expanded */
 	size_t max_keys;  /* keys of one mapping */
+	size_t max_scalar_bytes; /* the text of every scalar made: parsed, or copied by an alias */
 } ma_yaml_limits;
 
 #define MA_YAML_MAX_BYTES ((size_t)8 << 20) /* 8 MiB: kube-apiserver takes 3 MiB requests, etcd 1.5 MiB values */
 #define MA_YAML_MAX_NODES ((size_t)1 << 20) /* 1 Mi nodes: 4x a dense 1 MiB object, ~180 MB decoded */
 #define MA_YAML_MAX_DEPTH ((size_t)512)     /* Kubernetes objects nest ~20 deep */
 #define MA_YAML_MAX_KEYS ((size_t)1 << 18)  /* 256 Ki keys per mapping */
+/* 128 MiB: 16x the largest text. Nodes alone do not bound memory: one 2 MiB scalar aliased 5 000
+ * times is 5 000 nodes and 10 GB. Every byte charged is also one byte of the Lua strings decode
+ * makes, so a decode holds at most twice this in scalars. */
+#define MA_YAML_MAX_SCALAR_BYTES ((size_t)128 << 20)
 
 /* Besides max_nodes, aliases are held to Go yaml.v2's ratio (what kubeadm decodes with): once
  * more than 100 of more than 1000 nodes came from aliases, at most 99% of the nodes may (up to
@@ -47,6 +52,7 @@ typedef struct ma_yaml_limits {
 typedef struct ma_yaml_stats {
 	size_t nodes;        /* nodes made, aliases included */
 	size_t alias_nodes;  /* of which copied by aliases */
+	size_t scalar_bytes; /* scalar text made, aliases included */
 	size_t max_depth;    /* deepest nesting seen */
 	size_t key_compares; /* key comparisons made by the duplicate-key check */
 } ma_yaml_stats;

@@ -139,7 +139,7 @@ static void test_budgets(void)
 	ma_yaml_stats st;
 	ma_yaml_limits lim = ma_yaml_default_limits();
 	CHECK(lim.max_bytes == MA_YAML_MAX_BYTES && lim.max_nodes == MA_YAML_MAX_NODES && lim.max_depth == MA_YAML_MAX_DEPTH &&
-		      lim.max_keys == MA_YAML_MAX_KEYS,
+		      lim.max_keys == MA_YAML_MAX_KEYS && lim.max_scalar_bytes == MA_YAML_MAX_SCALAR_BYTES,
 	      "defaults");
 	/* size: refused before parsing */
 	ma_yaml_limits small = {.max_bytes = 10};
@@ -184,6 +184,82 @@ static void test_budgets(void)
 	CHECK(ma_yaml_parse_ex(g.p, g.n, "n.yaml", &few, &st, &e) == NULL, "too many nodes");
 	CHECK(strstr(e.msg, "n.yaml:1:") == e.msg && strstr(e.msg, "more than 100 YAML nodes"), "%s", e.msg);
 	CHECK(st.nodes == 100, "stopped at the budget: %zu", st.nodes);
+	free(g.p);
+}
+
+/* Issue 46, defect 3: the budgets counted nodes, not bytes: one 2 MiB scalar aliased 5 000 times
+ * (a 2.1 MB file, 5 000 nodes) took ~10 GB. The bytes of every scalar made are charged now, an
+ * alias's before it is copied. */
+static void test_alias_bytes(void)
+{
+	ma_err e;
+	ma_yaml_stats st;
+	/* the issue's file */
+	char x[1025];
+	memset(x, 'x', 1024);
+	x[1024] = '\0';
+	struct gen g = {0};
+	gen_add(&g, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nc: [1");
+	for (int i = 1; i < 200; i++)
+		gen_add(&g, ",1");
+	gen_add(&g, "]\na: &a ");
+	for (int i = 0; i < 2 * 1024; i++)
+		gen_add(&g, "%s", x);
+	gen_add(&g, "\nb: [*a");
+	for (int i = 1; i < 5000; i++)
+		gen_add(&g, ",*a");
+	gen_add(&g, "]\n");
+	ma_ynode *docs = ma_yaml_parse_ex(g.p, g.n, "b.yaml", NULL, &st, &e);
+	CHECK(docs == NULL, "refused");
+	ma_ynode_free(docs);
+	/* at the 63rd alias: the anchor and 62 copies are 63 * 2 MiB, the next would pass 128 MiB */
+	CHECK(strstr(e.msg, "b.yaml:5:191: document contains excessive aliasing: the alias *a would copy 2097152 bytes of "
+			    "text, past the 134217728 bytes (128 MiB) of scalars moonadm decodes per stream") == e.msg,
+	      "%s", e.msg);
+	CHECK(st.alias_nodes == 62 && st.scalar_bytes <= MA_YAML_MAX_SCALAR_BYTES, "copies %zu, bytes %zu", st.alias_nodes,
+	      st.scalar_bytes);
+	free(g.p);
+
+	/* every scalar made counts, parsed or copied: 1 + 3 + 1 parsed, 2 * 3 copied */
+	const char *two = "a: &a xyz\nb: [*a, *a]\n";
+	docs = ma_yaml_parse_ex(two, strlen(two), "s.yaml", NULL, &st, &e);
+	CHECK(docs && st.scalar_bytes == 11 && st.alias_nodes == 2, "%zu bytes", st.scalar_bytes);
+	ma_ynode_free(docs);
+	ma_yaml_limits lim = {.max_scalar_bytes = 11}; /* the budget itself is allowed */
+	docs = ma_yaml_parse_ex(two, strlen(two), "s.yaml", &lim, &st, &e);
+	CHECK(docs && st.scalar_bytes == 11, "%s", docs ? "" : e.msg);
+	ma_ynode_free(docs);
+	lim.max_scalar_bytes = 10;
+	CHECK(ma_yaml_parse_ex(two, strlen(two), "s.yaml", &lim, &st, &e) == NULL, "one byte over");
+	CHECK_STR(e.msg, "s.yaml:2:9: document contains excessive aliasing: the alias *a would copy 3 bytes of text, past "
+			 "the 10 bytes (0 MiB) of scalars moonadm decodes per stream, aliases expanded; write the values out "
+			 "instead of repeating large anchors");
+	CHECK(st.scalar_bytes == 8 && st.alias_nodes == 1, "charged only what was made: %zu", st.scalar_bytes);
+	lim.max_scalar_bytes = 4; /* parsed text alone */
+	CHECK(ma_yaml_parse_ex(two, strlen(two), "s.yaml", &lim, &st, &e) == NULL, "parsed text over");
+	CHECK_STR(e.msg, "s.yaml:2:1: more than 4 bytes (0 MiB) of scalars, aliases expanded: moonadm decodes at most that "
+			 "per stream; split the input");
+
+	/* a mapping aliased: m, its 15 bytes of text, n; each copy 14, as a number's text is not copied */
+	const char *map = "m: &m {image: pause, port: 1}\nn: [*m, *m]\n";
+	docs = ma_yaml_parse_ex(map, strlen(map), "m.yaml", NULL, &st, &e);
+	CHECK(docs && st.scalar_bytes == 1 + 15 + 1 + 2 * 14, "%zu bytes", st.scalar_bytes);
+	CHECK(docs && strcmp(get(docs->kids[0], "n")->kids[1]->kids[1]->s, "pause") == 0, "the copy is the anchor's value");
+	ma_ynode_free(docs);
+
+	/* a long key aliased into 100 mappings: charged at every copy, exactly up to the budget */
+	g = (struct gen){0};
+	gen_add(&g, "k: &k %.200s\nl:\n", x);
+	for (int i = 0; i < 100; i++)
+		gen_add(&g, "- {*k : %d}\n", i);
+	lim.max_scalar_bytes = 1 + 200 + 1 + 100 * 200 + 190; /* "0".."99" charged as parsed */
+	docs = ma_yaml_parse_ex(g.p, g.n, "k.yaml", &lim, &st, &e);
+	CHECK(docs && st.scalar_bytes == lim.max_scalar_bytes, "%s", docs ? "" : e.msg);
+	ma_ynode_free(docs);
+	lim.max_scalar_bytes -= 3; /* short of the last copy, not only of the "99" after it */
+	CHECK(ma_yaml_parse_ex(g.p, g.n, "k.yaml", &lim, &st, &e) == NULL, "three bytes short");
+	CHECK(strstr(e.msg, "k.yaml:102:4: document contains excessive aliasing: the alias *k would copy 200 bytes") == e.msg,
+	      "%s", e.msg);
 	free(g.p);
 }
 
@@ -323,6 +399,7 @@ int main(void)
 	RUN(test_errors);
 	RUN(test_alias_bomb);
 	RUN(test_budgets);
+	RUN(test_alias_bytes);
 	RUN(test_many_keys);
 	RUN(test_error_positions);
 	RUN(test_emit_sorted_and_quoted);

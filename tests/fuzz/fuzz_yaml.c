@@ -1,6 +1,6 @@
 /* libFuzzer: engine/yaml_doc (the decoder behind every config, kubeconfig, patch and manifest),
  * parse then emit what parsed; then parse again under tight budgets, so the refusal paths (nodes,
- * alias ratio, depth, keys per mapping) run on every input too. */
+ * alias ratio, depth, keys per mapping, scalar bytes) run on every input too. */
 #include <stdlib.h>
 #include "yaml_doc.h"
 
@@ -16,12 +16,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			free(out);
 		ma_ynode_free(docs);
 	}
-	if (st.alias_nodes > st.nodes || st.nodes > MA_YAML_MAX_NODES || st.max_depth > MA_YAML_MAX_DEPTH)
+	if (st.alias_nodes > st.nodes || st.nodes > MA_YAML_MAX_NODES || st.max_depth > MA_YAML_MAX_DEPTH ||
+	    st.scalar_bytes > MA_YAML_MAX_SCALAR_BYTES)
 		abort(); /* a budget did not hold */
-	ma_yaml_limits tight = {.max_bytes = 4096, .max_nodes = 64, .max_depth = 8, .max_keys = 8};
+	ma_yaml_limits tight = {.max_bytes = 4096, .max_nodes = 64, .max_depth = 8, .max_keys = 8, .max_scalar_bytes = 256};
 	docs = ma_yaml_parse_ex((const char *)data, size, "fuzz.yaml", &tight, &st, &e);
 	ma_ynode_free(docs);
-	if (st.nodes > 64 || st.alias_nodes > st.nodes || st.max_depth > 8)
+	if (st.nodes > 64 || st.alias_nodes > st.nodes || st.max_depth > 8 || st.scalar_bytes > 256)
 		abort();
 	return 0;
 }
