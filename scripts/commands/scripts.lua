@@ -7,6 +7,7 @@ local fs = require "moonadm.fs"
 
 local common = require "commands.common"
 local cli = require "framework.cli"
+local trust = require "framework.site.trust"
 
 local M = {}
 
@@ -20,6 +21,30 @@ M.help = {
   ["list"] = { short = "List the embedded modules and their paths", flags = {} },
 }
 
+-- Export writes as root: only into a dir nobody else can write (else they could swap the files before
+-- a --scripts run, or plant a symlink such as DIR/framework -> /etc that the writes would follow), and
+-- never through a symlink under it (site.trust's check, with links refused). The nearest existing
+-- dir is checked before anything is created, DIR itself after (a link planted meanwhile in a sticky
+-- dir such as /tmp is caught then). Returns DIR resolved | raises.
+local function prepare_dir(dir)
+  local function refuse(why, fix)
+    error(("refusing to export into %s: %s; fix: %s. The exported scripts are meant to run as root: "
+      .. "the dir, everything in it and every directory and symlink on the way must be owned by root (or you) "
+      .. "and writable only by the owner, with no symlink in it"):format(dir, why, fix), 0)
+  end
+  dir = trust.absolute(dir)
+  local parent = dir
+  while parent ~= "/" and not fs.stat(parent) do parent = parent:match("^(.+)/[^/]*$") or "/" end
+  local _, why, fix = trust.problem_of(parent, { sticky_end = true })
+  if why then refuse(why, fix) end
+  local ok, err = fs.mkdir(dir, "0755")
+  if not ok then error(("cannot export into %s: %s"):format(dir, err), 0) end
+  local real
+  real, why, fix = trust.problem_of(dir, { tree = true, links = false })
+  if why then refuse(why, fix) end
+  return real or error(("cannot export into %s: it vanished while it was being checked"):format(dir), 0)
+end
+
 function M.main(argv)
   local flags, args = flags_mod.parse(common.flags(common.global, M.export_flags), argv)
   if not flags then error(args, 0) end
@@ -32,8 +57,8 @@ function M.main(argv)
     io.stdout:write(cli.help_text { "scripts" })
     return sub and 1 or 0
   end
-  if dir:sub(1, 1) ~= "/" then dir = (os.getenv("PWD") or ".") .. "/" .. dir end
   fs.set_root("/")
+  dir = prepare_dir(dir)
   -- a/init.lua is listed twice (module "a.init" and package "a"); write each file once
   local scripts, seen = {}, {}
   for _, s in ipairs(core.scripts()) do

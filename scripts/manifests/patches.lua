@@ -11,6 +11,8 @@ local yaml = require "moonadm.yaml"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local util = require "framework.util"
+local lazy = require "framework.lazy"
+local trust = lazy.require "framework.site.trust" -- when there are patches
 
 local M = {}
 
@@ -67,7 +69,11 @@ local function with_host_root(f, ...)
 end
 
 -- Loads every patch in dir: {[target] = {{file, type, patch}, ...}}, ignored files | raises.
-function M.load(dir)
+-- A patch decides what runs as root, so the dir gets the site scripts' trust check first
+-- (framework/site/trust.lua; insecure: --insecure-scripts, a warning instead).
+function M.load(dir, insecure)
+  trust.check({ { what = "patches dir", path = dir } }, insecure)
+  dir = trust.absolute(dir) -- what the check judged (a relative dir is the working directory's)
   return with_host_root(function()
     local st = fs.stat(dir)
     if not st or st.type ~= "directory" then
@@ -414,7 +420,7 @@ function M.apply_for(ctx, target, obj)
   if not dir then return obj end
   ctx.data = ctx.data or {}
   if not ctx.data.patch_sets then
-    ctx.data.patch_sets = M.load(dir)
+    ctx.data.patch_sets = M.load(dir, ctx.flags and ctx.flags["insecure-scripts"])
   end
   return M.apply(target, obj, ctx.data.patch_sets[target])
 end

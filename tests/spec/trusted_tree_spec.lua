@@ -137,3 +137,47 @@ describe("the trusted tree under --root", function()
     assert.matches("owned by uid " .. NOBODY, err, 1, true)
   end)
 end)
+
+-- Issue 46 (defects 2, 5, 7): site paths (scripts, phase and flow files, patches, exported trees) are
+-- judged by framework.site.trust.problem_of, which resolves a path as the kernel does and judges every
+-- directory and symlink on the way. The commands' refusals are in tests/regress/041-043.
+describe("trust.problem_of: a site path, resolved and judged step by step", function()
+  local trust = require "framework.site.trust"
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.rmrf(dir) end)
+  local function sh(cmd) assert(os.execute(cmd), cmd) end
+
+  it("follows links as the kernel does: '..' from the link's real dir, relative and absolute targets", function()
+    sh(("mkdir -p %s/a/b %s/c && touch %s/c/f.lua && ln -s ../../c %s/a/b/up && ln -s %s/a/b/up/f.lua %s/abs")
+      :format(dir, dir, dir, dir, dir, dir))
+    assert.equal(dir .. "/c/f.lua", trust.problem_of(dir .. "/a/b/up/f.lua"))
+    assert.equal(dir .. "/c/f.lua", trust.problem_of(dir .. "/abs"))
+    assert.is_nil(trust.problem_of(dir .. "/a/b/up/missing.lua"), "missing: nil, no problem")
+    sh(("chmod 0777 %s/c"):format(dir))
+    local real, why, fix = trust.problem_of(dir .. "/abs")
+    assert.is_nil(real)
+    assert.equal(("%s/c is writable by others (mode 0777), reached through the symlink %s/abs -> %s/a/b/up/f.lua")
+      :format(dir, dir, dir), why)
+    assert.equal(("chmod go-w %s/c"):format(dir), fix)
+  end)
+
+  it("a link loop ends with a message; a root-owned sticky dir passes on the way, not at the end", function()
+    sh(("ln -s loop2 %s/loop1 && ln -s loop1 %s/loop2"):format(dir, dir))
+    local _, why = trust.problem_of(dir .. "/loop1")
+    assert.matches("too many levels of symbolic links", why, 1, true)
+    sh(("mkdir -m 1777 %s/sticky && mkdir -m 0755 %s/sticky/mine"):format(dir, dir))
+    assert.equal(dir .. "/sticky/mine", trust.problem_of(dir .. "/sticky/mine", { tree = true }))
+    _, why = trust.problem_of(dir .. "/sticky", { tree = true })
+    assert.matches(dir .. "/sticky is writable by others (mode 1777)", why, 1, true)
+    assert.equal(dir .. "/sticky", trust.problem_of(dir .. "/sticky", { sticky_end = true }))
+  end)
+
+  it("with links = false, any symlink under the tree is a problem; without, its target is judged", function()
+    sh(("mkdir -p %s/t/sub && ln -s %s/t/sub %s/t/link"):format(dir, dir, dir))
+    assert.equal(dir .. "/t", trust.problem_of(dir .. "/t", { tree = true }))
+    local _, why, fix = trust.problem_of(dir .. "/t", { tree = true, links = false })
+    assert.equal(dir .. "/t/link is a symlink moonadm did not make", why)
+    assert.matches("rm " .. dir .. "/t/link", fix, 1, true)
+  end)
+end)

@@ -1,7 +1,9 @@
--- Site scripts run as root: a scripts dir, phase file or flow file that someone else can change is
--- a way to run their code as root. Each is refused when it (or a directory it sits in, up to but not
--- including a sticky root-owned one such as /tmp) is writable by group or others, or owned by
--- someone other than root or the invoking user. --insecure-scripts turns the refusal into a warning.
+-- Site scripts run as root: a scripts dir, phase file, flow file or patches dir that someone else can
+-- change is a way to run their code as root. Each is refused when it, anything under it, or any
+-- directory or symlink on the way to them (symlinks followed to their targets, as the loader follows
+-- them; a sticky root-owned dir such as /tmp passes on the way) is writable by group or others, or
+-- owned by someone other than root or the invoking user. --insecure-scripts turns the refusal into a
+-- warning. `scripts export` checks the dir it writes the same way, with no symlink allowed under it.
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 
@@ -27,13 +29,13 @@ function M.users()
   return ok
 end
 
--- stat of a host path (the fs root is for node paths; scripts live on the host).
-local function host_stat(path)
+-- Runs a moonadm.fs function on a host path (the fs root is for node paths; site files live on the host).
+local function on_host(f, ...)
   local saved = fs.root()
   fs.set_root("/")
-  local st, err = fs.stat(path)
+  local a, b = f(...)
   fs.set_root(saved)
-  return st, err
+  return a, b
 end
 
 -- The one owner/mode rule (site scripts and the node's trusted tree): nil, or what is wrong and the
@@ -62,68 +64,149 @@ local function dirname(p)
   return d
 end
 
+-- A relative path is the kernel's: from the real working directory, not from $PWD.
 local function absolute(p)
   if p:sub(1, 1) == "/" then return p end
-  return (os.getenv("PWD") or ".") .. "/" .. p
+  local cwd = on_host(fs.readlink, "/proc/self/cwd") or os.getenv("PWD") or "."
+  return cwd .. "/" .. p
 end
+M.absolute = absolute
 
--- Returns nil | message for one path: the path itself, then each directory above it until a
--- root-owned sticky directory (/tmp) or /.
-local function check_path(path, users)
-  local p = absolute(path)
-  local st, err = host_stat(p)
-  if not st then return nil end -- a missing file fails later with its own message
-  local why = problem(p, st, users)
-  if why then return why end
-  local d = dirname(p)
-  while true do
-    local ds = host_stat(d)
-    if not ds then return nil end
-    if ds.uid == 0 and ds.mode & 0x200 ~= 0 then return nil end -- /tmp-like: others cannot replace our entries
-    why = problem(d, ds, users)
-    if why then return why end
-    if d == "/" then return nil end
-    d = dirname(d)
+local MAX_LINKS <const> = 40 -- the kernel's own limit (ELOOP)
+
+-- Resolves path as the kernel does, one component at a time from /, and judges every step: each
+-- directory it passes through (its owner and mode: who could add, replace or rename the entry it
+-- holds; a root-owned sticky one such as /tmp is fine, others cannot touch entries they do not own),
+-- each symlink (its owner; then its target, walked the same way) and the entry it ends at (by the
+-- rule itself; with opts.sticky_end a root-owned sticky directory passes there too). Returns the
+-- resolved path | nil (a component is missing: reading it fails later with its own message) |
+-- nil, why, fix.
+local function walk(path, users, opts)
+  local todo = {} -- the components still to resolve, the next one last
+  local function push(p)
+    local parts = {}
+    for c in p:gmatch("[^/]+") do parts[#parts + 1] = c end
+    for i = #parts, 1, -1 do todo[#todo + 1] = parts[i] end
   end
+  push(absolute(path))
+  local cur, links, via = "/", 0, nil
+  local function fail(why, fix)
+    if via then why = ("%s, reached through the symlink %s"):format(why, via) end
+    return nil, why, fix
+  end
+  local function judge(p, st)
+    if st.type == "directory" and st.uid == 0 and st.mode & 0x200 ~= 0 and (#todo > 0 or opts and opts.sticky_end) then
+      return nil
+    end
+    return problem(p, st, users)
+  end
+  local st = on_host(fs.stat, "/")
+  if not st then return nil end
+  local why, fix = judge("/", st)
+  if why then return fail(why, fix) end
+  while #todo > 0 do
+    local name = table.remove(todo)
+    if name == ".." then
+      cur = dirname(cur) -- judged on the way down
+    elseif name ~= "." then
+      local p = (cur == "/" and "" or cur) .. "/" .. name
+      st = on_host(fs.stat, p)
+      if not st then return nil end
+      if st.type == "link" then
+        if not users[st.uid] then
+          return fail(("%s is a symlink owned by uid %d, neither root nor the invoking user"):format(p, st.uid),
+            ("rm %s"):format(p))
+        end
+        links = links + 1
+        local target = on_host(fs.readlink, p)
+        if links > MAX_LINKS or not target then
+          return fail(("%s: too many levels of symbolic links"):format(p), ("rm %s"):format(p))
+        end
+        via = via or ("%s -> %s"):format(p, target)
+        if target:sub(1, 1) == "/" then cur = "/" end
+        push(target)
+      else
+        why, fix = judge(p, st)
+        if why then return fail(why, fix) end
+        cur = p
+      end
+    end
+  end
+  return cur
 end
 
--- Every file and directory under a scripts dir must be safe too.
-local function check_tree(dir, users, depth)
-  if depth > 16 then return nil end
-  local names = fs.list and (function()
-    local saved = fs.root()
-    fs.set_root("/")
-    local l = fs.list(dir)
-    fs.set_root(saved)
-    return l
-  end)() or {}
-  for _, name in ipairs(names) do
+-- Every entry under a directory (resolved, judged): files and directories by the rule, symlinks
+-- walked to their targets (a linked directory's tree is judged too, once: seen holds the resolved
+-- dirs, so a link loop ends). opts.links == false: any symlink is a problem (scripts export writes
+-- real files only). via: how dir was reached, for the message.
+local function check_tree(dir, users, seen, opts, via)
+  if seen[dir] then return nil end
+  seen[dir] = true
+  local function fail(why, fix)
+    if via then why = ("%s, reached through the symlink %s"):format(why, via) end
+    return why, fix
+  end
+  for _, name in ipairs(on_host(fs.list, dir) or {}) do
     local p = dir .. "/" .. name
-    local st = host_stat(p)
-    if st and st.type ~= "link" then
-      local why = problem(p, st, users)
-      if why then return why end
-      if st.type == "directory" then
-        why = check_tree(p, users, depth + 1)
-        if why then return why end
+    local st = on_host(fs.stat, p)
+    local real, why, fix, sub_via = p, nil, nil, via
+    if st and st.type == "link" then
+      if opts and opts.links == false then
+        return fail(("%s is a symlink moonadm did not make"):format(p),
+          ("rm %s (or export into a new directory)"):format(p))
       end
+      real, why, fix = walk(p, users)
+      if why then return fail(why, fix) end
+      st = real and on_host(fs.stat, real)
+      sub_via = via or ("%s -> %s"):format(p, on_host(fs.readlink, p) or "?")
+    elseif st then
+      why, fix = problem(p, st, users)
+      if why then return fail(why, fix) end
+    end
+    if st and st.type == "directory" then
+      why, fix = check_tree(real, users, seen, opts, sub_via)
+      if why then return why, fix end
     end
   end
 end
 
--- items: list of {what = "scripts dir"|"phase file"|"flow file", path = ...}. Raises with a clear
--- message, unless insecure (then warns once per item).
-function M.check(items, insecure)
+-- The one trust check of a site path (a scripts, patches or export dir, a phase or flow file):
+-- nil, why, fix when it (or, with opts.tree, anything under it, or any directory or symlink on the
+-- way to any of them) could have been changed by someone other than root or the invoking user;
+-- else its resolved path (nil too when it is missing). opts.links = false: no symlink under it;
+-- opts.sticky_end: the path may be a root-owned sticky directory (a parent to create an entry in).
+function M.problem_of(path, opts)
   local users = M.users()
+  local real, why, fix = walk(path, users, opts)
+  if why then return nil, why, fix end
+  if real and opts and opts.tree then
+    local st = on_host(fs.stat, real)
+    if st and st.type == "directory" then
+      why, fix = check_tree(real, users, {}, opts)
+      if why then return nil, why, fix end
+    end
+  end
+  return real
+end
+
+-- What each item decides, for the refusal, and what is done with it anyway under --insecure-scripts.
+local STAKES = {
+  ["patches dir"] = { "Patches decide what the static Pods and the kubelet run as root", "applying" },
+}
+local SCRIPTS = { "Site scripts run as root", "running" }
+
+-- items: list of {what = "scripts dir"|"phase file"|"flow file"|"patches dir", path = ...}. Raises
+-- with a clear message, unless insecure (then warns once per item).
+function M.check(items, insecure)
   for _, it in ipairs(items) do
     if it.path then
-      local why = check_path(it.path, users)
-      if not why and it.what == "scripts dir" then why = check_tree(absolute(it.path), users, 0) end
+      local _, why, fix = M.problem_of(it.path, { tree = it.what:match(" dir$") ~= nil })
       if why then
-        local msg = ("refusing the %s %s: %s. Site scripts run as root: make it owned by root (or you) and "
-          .. "writable only by its owner (chmod go-w), or pass --insecure-scripts for development"):format(it.what, it.path, why)
+        local msg = ("refusing the %s %s: %s; fix: %s. %s: it, everything in it and every directory and symlink on "
+          .. "the way must be owned by root (or you) and writable only by the owner, or pass --insecure-scripts "
+          .. "for development"):format(it.what, it.path, why, fix, (STAKES[it.what] or SCRIPTS)[1])
         if not insecure then error(msg, 0) end
-        log.warn("--insecure-scripts: running the %s %s anyway: %s", it.what, it.path, why)
+        log.warn("--insecure-scripts: %s the %s %s anyway: %s", (STAKES[it.what] or SCRIPTS)[2], it.what, it.path, why)
       end
     end
   end
