@@ -10,6 +10,7 @@ local releases = require "config.releases"
 local log = require "framework.log"
 local util = require "framework.util"
 local capi = require "cluster.api"
+local shape = require "kube.shape"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local nodeview = require "node.view"
@@ -271,7 +272,9 @@ function M.coredns(ctx)
   if not ctx.dry_run then
     local live, err = capi.lookup(c, { apiVersion = "apps/v1", kind = "Deployment", namespace = NS, name = "coredns" })
     if err then error(("[addons] reading Deployment %s/coredns (its replicas are kept): %s"):format(NS, tostring(err)), 0) end
-    replicas = live and live.spec and live.spec.replicas
+    local why
+    replicas, why = shape.get(live, "spec.replicas", "number")
+    if why then error(("[addons] Deployment %s/coredns as the API server answered it: %s"):format(NS, why), 0) end
   end
   local objs = M.coredns_objects(cluster, replicas and math.tointeger(replicas))
   objs[5] = patches.apply_for(ctx, "corednsdeployment", objs[5])

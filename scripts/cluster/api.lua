@@ -9,6 +9,7 @@ local duration = require "config.duration"
 local log = require "framework.log"
 local kubeconfig = require "kube.kubeconfig"
 local core = require "moonadm.core"
+local shape = require "kube.shape"
 
 local M = {}
 
@@ -100,10 +101,24 @@ function M.update_service(c, obj)
   for k, v in pairs(obj) do upd[k] = v end
   upd.metadata = {}
   for k, v in pairs(obj.metadata or {}) do upd.metadata[k] = v end
-  upd.metadata.resourceVersion = live.metadata.resourceVersion
+  local rv, rverr = shape.need(live, "metadata.resourceVersion", "string")
+  if not rv then return nil, ("%s as read: %s"):format(M.describe(obj), rverr) end
+  upd.metadata.resourceVersion = rv
   local got, uerr = c:update(upd)
   if not got then return nil, uerr end
   return got, "updated"
+end
+
+-- The cluster's version, the kube-apiserver's gitVersion (kubeadm's FetchClusterVersion) | nil, why.
+function M.cluster_version(c)
+  local v, err = c:call("GET", "/version")
+  if not v then return nil, err end
+  local text, why = shape.need(v, "gitVersion", "string")
+  if not text or #text > 64 or not text:match("^v%d") then
+    return nil, ("GET /version: %s: the answer is not the API server's version")
+      :format(why or ("gitVersion " .. shape.quote(text) .. " is not a version"))
+  end
+  return text
 end
 
 -- The object, or nil when it does not exist (404); nil, err for any other failure.

@@ -11,6 +11,7 @@ local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
 local rbac = require "cluster.rbac"
 local tokens = require "cluster.tokens"
+local shape = require "kube.shape"
 local encoding = require "moonadm.encoding"
 local config = require "config"
 
@@ -112,10 +113,13 @@ function M.run(ctx)
       if err then error(("[upload-certs] reading Secret %s/%s: %s"):format(M.NS, name, tostring(err)), 0) end
       return obj
     end
+    -- every field read is shape-checked; one of another shape only means no token to reuse
     local live = lookup(M.SECRET)
-    local ref = live and live.metadata and live.metadata.ownerReferences and live.metadata.ownerReferences[1]
-    local tok = ref and ref.kind == "Secret" and lookup(ref.name)
-    local t = tok and tok.metadata and tok.metadata.uid == ref.uid and tokens.from_secret(tok)
+    local ref = shape.get(live, "metadata.ownerReferences.1", "table")
+    local uid = ref and shape.get(ref, "kind") == "Secret" and shape.get(ref, "uid", "string")
+    local ref_name = uid and shape.name(ref, "name")
+    local tok = ref_name and lookup(ref_name)
+    local t = tok and shape.get(tok, "metadata.uid", "string") == uid and tokens.from_secret(tok)
     if t and t.expires and t.expires > os.time() + 3600 and #t.usages == 0 then
       log.v(1, "[upload-certs] Reusing the kubeadm-certs owner token %s (expires %s)", t.id, tokens.rfc3339(t.expires))
       owner = tok
@@ -126,11 +130,12 @@ function M.run(ctx)
       local list, lerr = c:list({ apiVersion = "v1", kind = "Secret", namespace = M.NS },
         { field_selector = "type=bootstrap.kubernetes.io/token" })
       if not list then error(("[upload-certs] listing the bootstrap tokens in %s: %s"):format(M.NS, tostring(lerr)), 0) end
-      for _, sec in ipairs(list.items or {}) do
+      local best
+      for _, sec in ipairs(list.items) do
         local lt = tokens.from_secret(sec)
         if lt and lt.description == M.TOKEN_DESCRIPTION and lt.expires and lt.expires > os.time() + 3600
-          and #lt.usages == 0 and (not owner or lt.expires > tokens.from_secret(owner).expires) then
-          owner = sec
+          and #lt.usages == 0 and (not best or lt.expires > best.expires) then
+          owner, best = sec, lt
         end
       end
       if owner then log.v(1, "[upload-certs] Reusing the unreferenced kubeadm-certs owner token %s", owner.metadata.name) end
@@ -146,9 +151,14 @@ function M.run(ctx)
     owner, err = c:create(tsecret)
     if not owner then error(("creating the kubeadm-certs proxy token: %s"):format(tostring(err)), 0) end
   end
+  local owner_name, why = shape.name(owner)
+  local owner_uid, uwhy = shape.need(owner, "metadata.uid", "string")
+  if not owner_name or not owner_uid then
+    error(("[upload-certs] the kubeadm-certs owner token Secret as the API server answered it: %s"):format(why or uwhy), 0)
+  end
   local secret = { apiVersion = "v1", kind = "Secret", type = "Opaque",
     metadata = { name = M.SECRET, namespace = M.NS, ownerReferences = { {
-      apiVersion = "v1", kind = "Secret", name = owner.metadata.name, uid = owner.metadata.uid,
+      apiVersion = "v1", kind = "Secret", name = owner_name, uid = owner_uid,
       controller = true, blockOwnerDeletion = true } } },
     data = M.data(M.files(ctx.cfg.cluster), key, function(p) return fs.read(p) end) }
   capi.apply(ctx, c, secret)

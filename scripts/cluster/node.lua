@@ -4,6 +4,7 @@
 local core = require "moonadm.core"
 local config = require "config"
 local json = require "kube.json"
+local shape = require "kube.shape"
 local log = require "framework.log"
 local capi = require "cluster.api"
 local cadmin = require "cluster.admin"
@@ -17,6 +18,56 @@ M.DEFAULT_TAINT = { key = "node-role.kubernetes.io/control-plane", effect = "NoS
 M.CRI_SOCKET_ANNOTATION = "kubeadm.alpha.kubernetes.io/cri-socket"
 
 function M.name(ctx) return nodeview.name(ctx) end
+
+-- Every Node as upgrade reads it, sorted by name: {{node=, version= (the kubelet's, or nil), ready=,
+-- control_plane=}} | nil, why. Each is shape-checked (the name a DNS subdomain, at most 253 bytes)
+-- before anything prints or sorts it.
+function M.kubelets(c)
+  local list, err = c:list { apiVersion = "v1", kind = "Node" }
+  if not list then return nil, "listing the Nodes: " .. tostring(err) end
+  local out = {}
+  for i, n in ipairs(list.items) do
+    local name, why = shape.name(n)
+    local version, verr = shape.get(n, "status.nodeInfo.kubeletVersion", "string")
+    local labels, lerr = shape.strings(n, "metadata.labels")
+    local conds, cerr = shape.get(n, "status.conditions", "array")
+    why = why or verr or lerr or cerr
+    local ready = false
+    for j, cond in ipairs(conds or {}) do
+      local ctype, terr = shape.get(cond, "type", "string")
+      local status, serr = shape.get(cond, "status", "string")
+      if terr or serr then why = why or ("status.conditions[%d]: %s"):format(j - 1, terr or serr) end
+      if ctype == "Ready" then ready = status == "True" end
+    end
+    if why then
+      return nil, ("listing the Nodes: Node %d of the list%s: %s: the API server's answer is not a Node list")
+        :format(i, name and (" (" .. name .. ")") or "", why)
+    end
+    out[i] = { node = name, version = version, ready = ready,
+      control_plane = labels["node-role.kubernetes.io/control-plane"] ~= nil }
+  end
+  table.sort(out, function(a, b) return a.node < b.node end)
+  return out
+end
+
+-- What the patches below read of a live Node, shape-checked: its resourceVersion | nil, why.
+function M.check(node)
+  local _, why = shape.name(node)
+  local rv, rwhy = shape.need(node, "metadata.resourceVersion", "string")
+  local _, awhy = shape.strings(node, "metadata.annotations")
+  local _, lwhy = shape.strings(node, "metadata.labels")
+  local taints, twhy = shape.get(node, "spec.taints", "array")
+  why = why or rwhy or awhy or lwhy or twhy
+  for i, t in ipairs(taints or {}) do
+    if why then break end
+    for _, f in ipairs { "key", "value", "effect" } do
+      local _, fwhy = shape.get(t, f, "string")
+      if fwhy then why = ("spec.taints[%d]: %s"):format(i - 1, fwhy) break end
+    end
+  end
+  if why then return nil, why end
+  return rv
+end
 
 -- mutate(node) returns a merge patch (carrying metadata.resourceVersion is added here) or nil when
 -- nothing is to change. Retries on 404 (not registered yet) and 409 until the API-call timeout.
@@ -32,11 +83,15 @@ function M.patch(ctx, c, mutate, prefix)
   local waited, last = false, nil
   while true do
     local node, err = c:get({ apiVersion = "v1", kind = "Node", name = name }, { timeout = 5 })
+    local rv, why = node and M.check(node)
+    if node and not rv then
+      error(("reading Node %q: the API server's answer is not a Node: %s"):format(name, why), 0)
+    end
     if node then
       local p = mutate(node)
       if not p then return node, "unchanged" end
       p.metadata = p.metadata or {}
-      p.metadata.resourceVersion = node.metadata.resourceVersion
+      p.metadata.resourceVersion = rv
       local got, perr = c:patch({ apiVersion = "v1", kind = "Node", name = name }, p, { type = "merge" })
       if got then
         if waited then log.info("%sThe kubelet registered Node %q after %s", prefix and (prefix .. " ") or "", name, capi.go_duration(core.now() - t0)) end

@@ -13,6 +13,7 @@ local rbac = require "cluster.rbac"
 local encoding = require "moonadm.encoding"
 local duration = require "kube.duration"
 local tabwriter = require "kube.tabwriter"
+local shape = require "kube.shape"
 local releases = require "config.releases"
 
 local M = {}
@@ -109,9 +110,14 @@ end
 -- A token Secret back to {id, secret, description, expires (epoch|nil), usages (sorted), groups}
 -- | nil, message.
 function M.from_secret(s)
+  local data, why = shape.strings(s, "data")
+  local name, nwhy = shape.name(s)
+  if not data or not name then
+    return nil, ("Secret %s is not a bootstrap token Secret: %s"):format(name and ("%q"):format(name) or "?", why or nwhy)
+  end
   -- one pass over the data (`token list` reads thousands of these)
   local d, usages = {}, {}
-  for k, v in pairs(s.data or {}) do
+  for k, v in pairs(data) do
     local text = encoding.base64_decode(v) or ""
     d[k] = text
     if text == "true" then
@@ -120,7 +126,6 @@ function M.from_secret(s)
     end
   end
   local id, secret = d["token-id"], d["token-secret"]
-  local name = s.metadata and s.metadata.name
   if not id or not secret or not M.parse(id .. "." .. secret) then
     return nil, ("Secret %q has no valid token"):format(name or "?")
   end

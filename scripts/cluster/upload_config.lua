@@ -11,6 +11,7 @@ local rbac = require "cluster.rbac"
 local encoding = require "moonadm.encoding"
 local kubelet_config = require "kubelet.config"
 local cluster_node = require "cluster.node"
+local shape = require "kube.shape"
 
 local M = {}
 
@@ -47,8 +48,25 @@ end
 -- kubeadm's VerifyConfigMapSignature: the checksum is there and matches (a config kubeadm generated
 -- and nobody edited since); anything else is the user's.
 function M.signed(cm)
-  local ann = cm and cm.metadata and cm.metadata.annotations and cm.metadata.annotations[M.HASH_ANNOTATION]
-  return ann ~= nil and cm.data ~= nil and ann == M.checksum(cm.data)
+  local ann = shape.strings(cm, "metadata.annotations")
+  local data = shape.get(cm, "data", "table") and shape.strings(cm, "data")
+  ann = ann and ann[M.HASH_ANNOTATION]
+  return ann ~= nil and data ~= nil and ann == M.checksum(data)
+end
+
+-- The cluster's ClusterConfiguration read back from kubeadm-config, checked: cluster, cm | nil, why,
+-- absent (true: the ConfigMap does not exist). The one reader of it (join, reset, upgrade, plan, certs).
+function M.read_kubeadm(c)
+  local ref = ("ConfigMap %s/%s"):format(M.NS, M.KUBEADM_CONFIG)
+  local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = M.KUBEADM_CONFIG })
+  if err then return nil, ("reading %s: %s"):format(ref, tostring(err)) end
+  if not cm then return nil, ref .. " does not exist", true end
+  local data, why = shape.strings(cm, "data")
+  if data and not data.ClusterConfiguration then why = "it has no ClusterConfiguration key" end
+  if why then return nil, ("%s: %s"):format(ref, why) end
+  local cluster, cerr = config.load_cluster(data.ClusterConfiguration, M.KUBEADM_CONFIG)
+  if not cluster then return nil, ("%s: its ClusterConfiguration is invalid: %s"):format(ref, tostring(cerr)) end
+  return cluster, cm
 end
 
 -- moonadm's experiments (ControlPlaneKubeletLocalMode=false) are the cluster's too, so joins follow

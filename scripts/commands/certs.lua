@@ -11,6 +11,8 @@ local expiration = require "pki.expiration"
 local kubeconfig = require "pki.kubeconfigs"
 local tree = require "pki.tree"
 local kube_client = require "kube.client"
+local lazy = require "framework.lazy"
+local upload_config = lazy.require "cluster.upload_config" -- --kubeconfig without --config alone reads the cluster
 local cli = require "framework.cli"
 
 local M = {}
@@ -98,15 +100,10 @@ end
 -- kubeadm reads it; unreadable, a warning and the defaults, as kubeadm falls back.
 local function cluster_config(cfg, path)
   local c, err = kube_client.from_kubeconfig(fs.path(path), { timeout = 10 })
-  local cm
-  if c then cm, err = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" } end
-  local cluster, cerr
-  if cm then
-    local text = cm.data and cm.data.ClusterConfiguration
-    if text then cluster, cerr = config.load_cluster(text, "kubeadm-config") else cerr = "kubeadm-config has no ClusterConfiguration" end
-  end
+  local cluster
+  if c then cluster, err = upload_config.read_kubeadm(c) end
   if not cluster then
-    log.warn("Error reading configuration from the Cluster (%s). Falling back to default configuration", tostring(cerr or err))
+    log.warn("Error reading configuration from the Cluster (%s). Falling back to default configuration", tostring(err))
     return
   end
   cfg.cluster = cluster

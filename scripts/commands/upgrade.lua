@@ -118,8 +118,7 @@ function M.plan(argv)
   else
     if flags["print-config"] then
       log.info("[upgrade/config] Configuration used:")
-      local cm = c:must_get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
-      log.result(moonadm_yaml.encode(config.cluster_for_upload(config.load_cluster(cm.data.ClusterConfiguration))))
+      log.result(moonadm_yaml.encode(config.cluster_for_upload(facts.cluster)))
     end
     io.stdout:write(plan_mod.text(plan))
   end

@@ -11,6 +11,8 @@
 -- its own node's apiserver with a token that may only read that one object (endpoint/vip.lua).
 local yaml = require "moonadm.yaml"
 local pod = require "manifests.pod"
+local net = require "config.net"
+local shape = require "kube.shape"
 
 local M = {}
 
@@ -28,6 +30,111 @@ M.SYNC_SECONDS = 5
 M.STATS = "127.0.0.1:8404" -- haproxy's stats page (its conventional port), loopback only
 
 local arr = yaml.array
+
+-- The grammar of every value these files take. keepalived's and haproxy's configurations are words
+-- separated by blanks, a directive a line, and haproxy's task is Lua: a value with a newline, a
+-- blank, a brace, a quote or a comment sign would be read as more configuration (keepalived runs a
+-- vrrp_script as root). So each value is held to what it names, never merely quoted.
+-- check(kind, v) → v (numbers as integers) | nil, why. endpoint/vip.lua checks every setting where
+-- it is made (flags, config, ConfigMap, `ip`), render() again before it writes a byte.
+local function integer(v, lo, hi)
+  local n = type(v) == "string" and v:match("^%d+$") and tonumber(v) or type(v) == "number" and v or nil
+  n = n and math.tointeger(n)
+  return n and n >= lo and n <= hi and n or nil
+end
+
+local IMAGE_PART = "^[%w][%w._%-]*$" -- a registry host or a path component of an image name
+local GRAMMAR = {
+  mode = function(v)
+    if v == "keepalived-haproxy" then return v end
+    return nil, "is not keepalived-haproxy, the only mode this moonadm runs"
+  end,
+  -- the virtual IP: a dotted quad (an IPv4-mapped IPv6 text would reach keepalived as IPv6)
+  address = function(v)
+    local fam = net.parse_ip(v)
+    if fam == 4 and not v:find(":", 1, true) then return v end
+    if fam then
+      return nil, "is IPv6: the virtual IP is IPv4 only in this release (keepalived's VRRP instance and the lab " ..
+        "proof are IPv4); give an IPv4 VIP or an outside load balancer"
+    end
+    return nil, "is not an IPv4 address: the virtual IP keepalived holds needs an IP address there, not a name"
+  end,
+  ip = function(v)
+    if net.parse_ip(v) then return v end
+    return nil, "is not an IP address"
+  end,
+  port = function(v)
+    local n = integer(v, 1, 65535)
+    if n then return n end
+    return nil, "is not a port (an integer 1..65535)"
+  end,
+  router_id = function(v)
+    local n = integer(v, 1, 255)
+    if n then return n end
+    return nil, "is not an integer 1..255 (VRRP's virtual_router_id)"
+  end,
+  -- Linux's dev_valid_name (1-15 bytes, not . or .., no '/', ':', blank or NUL), narrowed to the
+  -- characters interface names are made of, so keepalived reads it as one word
+  interface = function(v)
+    if type(v) == "string" and #v <= 15 and v:match("^[A-Za-z0-9_.%-]+$") and v ~= "." and v ~= ".." then return v end
+    return nil, "is not a network interface name (1-15 letters, digits, '.', '-' or '_')"
+  end,
+  -- keepalived's router_id: the node name, a DNS subdomain as the API holds every Node name
+  node_name = function(v)
+    if net.is_dns_subdomain(v) then return v end
+    return nil, "is not a node name (a lowercase DNS subdomain of at most 253 bytes)"
+  end,
+  -- an image reference: [host[:port]/]path[:tag][@algorithm:hex], at most 255 bytes for the name
+  image = function(v)
+    if type(v) ~= "string" or #v > 512 then return nil, "is not an image reference" end
+    local rest, digest = v:match("^(.-)@([%w+._%-]+:%x+)$")
+    rest = rest or v
+    local name, tag = rest:match("^(.*/?[^/:]+):([%w_][%w_.%-]*)$")
+    if not name or tag and #tag > 128 then name = rest end
+    local ok = #name > 0 and #name <= 255 and (not digest or #digest <= 256)
+    local first = true
+    for part in (name .. "/"):gmatch("([^/]*)/") do
+      local host = first and part:match("^(.-):%d+$") -- only the registry host may carry a port
+      ok = ok and (host or part):match(IMAGE_PART) ~= nil
+      first = false
+    end
+    if ok then return v end
+    return nil, "is not an image reference ([registry[:port]/]name[:tag][@digest], e.g. docker.io/library/haproxy:2.6)"
+  end,
+}
+GRAMMAR.haproxy_image, GRAMMAR.keepalived_image = GRAMMAR.image, GRAMMAR.image
+
+-- v | nil, why ("VALUE is not ..."; "is missing" for nil).
+function M.check(kind, v)
+  if v == nil or v == "" then return nil, "is missing" end
+  local ok, why = GRAMMAR[kind](v)
+  if ok ~= nil then return ok end
+  return nil, shape.quote(v) .. " " .. why
+end
+
+-- The settings a file takes, in the order they are checked.
+M.SETTINGS = { "mode", "address", "port", "router_id", "haproxy_image", "keepalived_image" }
+
+-- render's own check of what it was given (vip.lua has checked it where it was made): raises.
+local function refuse_unchecked(s, n, servers)
+  local function need(what, kind, v)
+    local ok, why = M.check(kind, v)
+    if ok == nil then
+      error(("refusing to write keepalived's and haproxy's files: %s %s"):format(what, why), 0)
+    end
+  end
+  for _, f in ipairs(M.SETTINGS) do
+    if f ~= "mode" then need("setting " .. f, f, s[f]) end -- the mode chose this renderer: no file holds it
+  end
+  need("this node's name", "node_name", n.name)
+  need("this node's address", "ip", n.ip)
+  need("this node's apiserver port", "port", n.port)
+  need("this node's interface", "interface", n.interface)
+  for i, sv in ipairs(servers) do
+    need(("kube-apiserver %d's address"):format(i), "ip", sv.ip)
+    need(("kube-apiserver %d's port"):format(i), "port", sv.port)
+  end
+end
 
 local function keepalived_conf(s, n)
   -- No authentication block: VRRPv2's PASS is plain text on the wire and VRRPv3 has none; the
@@ -201,7 +308,10 @@ local function backends_lua(s, n, servers)
     "  local want, n = {}, 0",
     "  for list in res.body:gmatch('\"addresses\":%s*%[(.-)%]') do",
     "    for ip in list:gmatch('\"([^\"]+)\"') do",
-    "      if not want[ip .. \" \" .. port] then want[ip .. \" \" .. port], n = true, n + 1 end",
+    "      -- an address, nothing else, becomes a server (the answer is read, not trusted)",
+    "      if ip:match(\"^[%x.:]+$\") and #ip <= 45 and not want[ip .. \" \" .. port] then",
+    "        want[ip .. \" \" .. port], n = true, n + 1",
+    "      end",
     "    end",
     "  end",
     "  if n == 0 then return nil, \"no addresses in the EndpointSlice\" end",
@@ -315,6 +425,7 @@ end
 -- port= (its apiserver), interface=, first= (the init node: MASTER, priority 101)}; servers: the
 -- apiservers known now, {{ip=, port=}}. → {files = {{path, text, mode}}, pods = {name = Pod}}
 function M.render(s, node, servers)
+  refuse_unchecked(s, node, servers)
   return {
     files = {
       { M.KEEPALIVED_CONF, keepalived_conf(s, node), "0644" },

@@ -17,6 +17,7 @@ local proc = require "moonadm.proc"
 local capi = require "cluster.api"
 local admin = require "cluster.admin"
 local client = require "kube.client"
+local shape = require "kube.shape"
 local cnet = require "config.net"
 local log = require "framework.log"
 local nodeview = require "node.view"
@@ -37,6 +38,28 @@ local function flag(ctx, name)
   if v ~= nil and v ~= "" then return v end
 end
 
+-- Where init's settings come from (the names an error gives) and the ConfigMap's key of each.
+local INIT_SOURCE = {
+  mode = "--control-plane-endpoint-vip", router_id = "--control-plane-endpoint-vip-router-id",
+  haproxy_image = "--control-plane-endpoint-vip-haproxy-image",
+  keepalived_image = "--control-plane-endpoint-vip-keepalived-image",
+}
+local CM_KEY = { mode = "mode", address = "address", port = "port", router_id = "routerID",
+  haproxy_image = "haproxyImage", keepalived_image = "keepalivedImage" }
+
+-- The settings from their raw values: every one checked by its grammar (render.check) here, the
+-- one place settings are made, whatever their source; where(field, why) is the error, naming the
+-- source and what to do.
+local function settings(raw, where)
+  local s = {}
+  for _, f in ipairs(render.SETTINGS) do
+    local v, why = render.check(f, raw[f])
+    if v == nil then error(where(f, why), 0) end
+    s[f] = v
+  end
+  return s
+end
+
 -- The init's settings from its flags and config, checked; nil when the mode is not asked for.
 function M.init_settings(ctx)
   local mode = flag(ctx, "control-plane-endpoint-vip")
@@ -55,31 +78,23 @@ function M.init_settings(ctx)
       "VIP:PORT, the virtual IP and haproxy's port", 0)
   end
   local host, port = cnet.split_host_port(cpe)
-  if not host or not cnet.parse_ip(host) then
-    error(("controlPlaneEndpoint %q: --control-plane-endpoint-vip needs an IP address there (the virtual " ..
-      "IP keepalived holds), not a name"):format(cpe), 0)
-  end
-  if cnet.parse_ip(host) == 6 then
-    error(("controlPlaneEndpoint %q: the virtual IP is IPv4 only in this release (keepalived's VRRP instance " ..
-      "and the lab proof are IPv4); give an IPv4 VIP or an outside load balancer"):format(cpe), 0)
-  end
-  if not port then
+  if host and not port then
     error(("controlPlaneEndpoint %q has no port: give VIP:PORT with PORT haproxy's (the guide's 8443), " ..
       "not the apiservers' %d"):format(cpe, nodeview.bind_port(ctx)), 0)
   end
-  if port == nodeview.bind_port(ctx) then
-    error(("controlPlaneEndpoint %q: haproxy runs next to the kube-apiserver on every control plane, so " ..
-      "its port must differ from the apiserver's bindPort %d (the guide uses 8443)"):format(cpe, port), 0)
-  end
-  local router = tonumber(flag(ctx, "control-plane-endpoint-vip-router-id") or M.DEFAULT_ROUTER_ID)
-  if not router or router < 1 or router > 255 or router % 1 ~= 0 then
-    error("--control-plane-endpoint-vip-router-id: give an integer 1..255 (VRRP's virtual_router_id)", 0)
-  end
-  return {
-    mode = mode, address = host, port = math.tointeger(port), router_id = math.tointeger(router),
+  local s = settings({ mode = mode, address = host, port = port,
+    router_id = flag(ctx, "control-plane-endpoint-vip-router-id") or M.DEFAULT_ROUTER_ID,
     haproxy_image = flag(ctx, "control-plane-endpoint-vip-haproxy-image") or M.DEFAULT_IMAGES.haproxy,
     keepalived_image = flag(ctx, "control-plane-endpoint-vip-keepalived-image") or M.DEFAULT_IMAGES.keepalived,
-  }
+  }, function(f, why)
+    -- the address and port are controlPlaneEndpoint's (--control-plane-endpoint or the configuration)
+    return ("%s: %s"):format(INIT_SOURCE[f] or ("controlPlaneEndpoint " .. shape.quote(cpe)), why)
+  end)
+  if s.port == nodeview.bind_port(ctx) then
+    error(("controlPlaneEndpoint %q: haproxy runs next to the kube-apiserver on every control plane, so " ..
+      "its port must differ from the apiserver's bindPort %d (the guide uses 8443)"):format(cpe, s.port), 0)
+  end
+  return s
 end
 
 local function configmap(s)
@@ -91,34 +106,55 @@ local function configmap(s)
   }
 end
 
--- The cluster's settings (the ConfigMap), or nil when it has none; raises on any other failure.
+-- The cluster's settings (the ConfigMap), checked as init's are, or nil when it has none; raises on
+-- any other failure, before this node's files are written.
 function M.cluster_settings(c)
   local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = M.CONFIGMAP })
   if err then error(("reading ConfigMap kube-system/%s: %s"):format(M.CONFIGMAP, tostring(err)), 0) end
   if not cm then return nil end
-  local d = cm.data or {}
-  local s = { mode = d.mode, address = d.address, port = math.tointeger(tonumber(d.port or "")),
-    router_id = math.tointeger(tonumber(d.routerID or "")), haproxy_image = d.haproxyImage,
-    keepalived_image = d.keepalivedImage }
-  if s.mode ~= "keepalived-haproxy" or not s.address or not s.port or not s.router_id or not s.haproxy_image
-    or not s.keepalived_image then
-    error(("ConfigMap kube-system/%s is incomplete or names a mode this moonadm cannot run (%s): fix or delete it")
-      :format(M.CONFIGMAP, cjson.encode(d)), 0)
+  local fix = ("fix it (kubectl -n kube-system edit configmap %s; `moonadm init phase control-plane-endpoint-reader` " ..
+    "on a control plane writes it anew), or delete it if the cluster has no virtual IP, then run the join again; " ..
+    "this node's keepalived and haproxy files were not written"):format(M.CONFIGMAP)
+  local d, derr = shape.strings(cm, "data")
+  if not d then error(("ConfigMap kube-system/%s: %s: %s"):format(M.CONFIGMAP, derr, fix), 0) end
+  local raw = {}
+  for f, key in pairs(CM_KEY) do raw[f] = d[key] end
+  return settings(raw, function(f, why)
+    return ("ConfigMap kube-system/%s, key %s: %s; %s"):format(M.CONFIGMAP, CM_KEY[f], why, fix)
+  end)
+end
+
+-- --control-plane-endpoint-vip-interface checked (keepalived's `interface`), or nil when not given.
+-- init's and a control-plane join's preflight ask, before anything is written.
+function M.given_interface(ctx)
+  local given = flag(ctx, "control-plane-endpoint-vip-interface")
+  if not given then return nil end
+  local v, why = render.check("interface", given)
+  if not v then
+    error(("--control-plane-endpoint-vip-interface: %s: give the interface that holds this node's address, " ..
+      "as `ip link` lists it"):format(why), 0)
   end
-  return s
+  return v
 end
 
 -- The interface holding this node's address (keepalived's `interface`): --control-plane-endpoint-vip-interface
--- wins; else asked of `ip -j -4 addr`.
+-- wins; else asked of `ip -j addr show` (its name checked too: it goes into keepalived.conf).
 function M.interface(ctx, ip)
-  local given = flag(ctx, "control-plane-endpoint-vip-interface")
+  local given = M.given_interface(ctx)
   if given then return given end
   local code, out = proc.run { argv = { "ip", "-j", "addr", "show" } }
   if code ~= 0 then error(("finding the interface of %s: `ip -j addr show` failed: %s"):format(ip, tostring(out)), 0) end
   local ok, links = pcall(cjson.decode, out or "")
   for _, l in ipairs(ok and type(links) == "table" and links or {}) do
     for _, a in ipairs(type(l.addr_info) == "table" and l.addr_info or {}) do
-      if a["local"] == ip then return l.ifname end
+      if a["local"] == ip then
+        local v, why = render.check("interface", l.ifname)
+        if not v then
+          error(("the interface `ip -j addr show` names for %s: %s: give keepalived's interface with " ..
+            "--control-plane-endpoint-vip-interface"):format(ip, why), 0)
+        end
+        return v
+      end
     end
   end
   error(("no interface of this machine holds the advertise address %s: give keepalived's interface with " ..
@@ -132,11 +168,26 @@ local function servers_now(c, self_ip, self_port)
   local slice, err = capi.lookup(c, { apiVersion = "discovery.k8s.io/v1", kind = "EndpointSlice",
     namespace = "default", name = "kubernetes" })
   if err then error(("reading the kube-apiservers' EndpointSlice default/kubernetes: %s"):format(tostring(err)), 0) end
-  local port = slice and slice.ports and slice.ports[1] and math.tointeger(slice.ports[1].port)
+  -- its addresses go into haproxy.cfg: each held to an address's grammar, as a setting is
+  local function bad(why) error(("EndpointSlice default/kubernetes: %s: refusing to write haproxy's backend from " ..
+    "it"):format(why), 0) end
+  local port, perr = shape.get(slice, "ports.1.port")
+  if perr then bad(perr) end
+  if port ~= nil then
+    local why
+    port, why = render.check("port", port)
+    if not port then bad("ports[0].port " .. why) end
+  end
+  local eps, eerr = shape.get(slice, "endpoints", "array")
+  if eerr then bad(eerr) end
   local seen = { [self_ip] = true }
-  for _, ep in ipairs(slice and slice.endpoints or {}) do
-    for _, a in ipairs(ep.addresses or {}) do
-      if not seen[a] and #list < render.SLOTS then seen[a] = true; list[#list + 1] = { ip = a, port = port or self_port } end
+  for i, ep in ipairs(eps or {}) do
+    local addrs, aerr = shape.get(ep, "addresses", "array")
+    if aerr then bad(("endpoints[%d]: %s"):format(i - 1, aerr)) end
+    for j, a in ipairs(addrs or {}) do
+      local ip, why = render.check("ip", a)
+      if not ip then bad(("endpoints[%d].addresses[%d] %s"):format(i - 1, j - 1, why)) end
+      if not seen[ip] and #list < render.SLOTS then seen[ip] = true; list[#list + 1] = { ip = ip, port = port or self_port } end
     end
   end
   return list
@@ -209,9 +260,16 @@ local function reader_token(ctx, c)
           "`moonadm init phase control-plane-endpoint-reader --config <the init's config> " ..
           "--control-plane-endpoint-vip keepalived-haproxy`, which makes it, then run this again"):format(M.READER_SECRET), 0)
       end
-      local t = sec.data and sec.data.token
-      if t then return encoding.base64_decode(t) end
-      return nil, "the token controller has not filled it yet"
+      local d, derr = shape.strings(sec, "data")
+      if not d then error(("Secret kube-system/%s: %s"):format(M.READER_SECRET, derr), 0) end
+      if not d.token then return nil, "the token controller has not filled it yet" end
+      -- a JWT (base64url parts and dots): it goes into haproxy's Authorization header
+      local t = encoding.base64_decode(d.token)
+      if not t or not t:match("^[%w%-_.]+$") then
+        error(("Secret kube-system/%s: data.token is not a service account token (a JWT): delete the Secret and run " ..
+          "`moonadm init phase control-plane-endpoint-reader` on a control plane"):format(M.READER_SECRET), 0)
+      end
+      return t
     end)
 end
 
@@ -268,8 +326,8 @@ end
 function M.release_address(ctx)
   local conf = ctx:read(render.KEEPALIVED_CONF)
   if not conf or not conf:find(render.MARK, 1, true) then return end
-  local ifname = conf:match("\n%s*interface%s+(%S+)")
-  local addr = conf:match("virtual_ipaddress%s*{%s*([%x%.:]+)")
+  local ifname = render.check("interface", conf:match("\n%s*interface%s+(%S+)"))
+  local addr = render.check("address", conf:match("virtual_ipaddress%s*{%s*([%x%.:]+)"))
   if not ifname or not addr then return end
   local code, out = proc.run { argv = { "ip", "-o", "addr", "show", "dev", ifname } }
   if code ~= 0 then

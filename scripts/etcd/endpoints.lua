@@ -6,6 +6,7 @@
 -- Ready are still used). URLs are returned in pod order, without duplicates.
 local core = require "moonadm.core"
 local log = require "framework.log"
+local shape = require "kube.shape"
 
 local M = {
   ANNOTATION = "kubeadm.kubernetes.io/etcd.advertise-client-urls",
@@ -19,25 +20,29 @@ local function once(client)
   local list, err = client:list({ apiVersion = "v1", kind = "Pod", namespace = M.NAMESPACE },
     { label_selector = M.SELECTOR })
   if not list then return nil, "listing the etcd pods: " .. tostring(err) end
-  local items = list.items or {}
+  local items = list.items
   if #items == 0 then
     return nil, ("no etcd pods (%s) in %s"):format(M.SELECTOR, M.NAMESPACE)
   end
   local urls, seen, missing = {}, {}, {}
-  for _, pod in ipairs(items) do
-    local md = pod.metadata or {}
-    local ann = md.annotations and md.annotations[M.ANNOTATION]
-    if type(ann) ~= "string" or ann == "" then
-      missing[#missing + 1] = md.name or "?"
+  for i, pod in ipairs(items) do
+    local name, why = shape.name(pod)
+    local anns, awhy = shape.strings(pod, "metadata.annotations")
+    local conds, cwhy = shape.get(pod, "status.conditions", "array")
+    why = why or awhy or cwhy
+    if why then return nil, ("listing the etcd pods: Pod %d of the list: %s"):format(i, why) end
+    local ann = anns[M.ANNOTATION]
+    if not ann or ann == "" then
+      missing[#missing + 1] = name
     else
       for u in ann:gmatch("[^,%s]+") do
         if not seen[u] then seen[u] = true; urls[#urls + 1] = u end
       end
       local ready = false
-      for _, c in ipairs((pod.status or {}).conditions or {}) do
-        if c.type == "Ready" and c.status == "True" then ready = true end
+      for _, c in ipairs(conds or {}) do
+        if shape.get(c, "type") == "Ready" and shape.get(c, "status") == "True" then ready = true end
       end
-      if not ready then log.v(3, "[etcd] the etcd pod %s is not Ready; using its endpoints anyway", md.name or "?") end
+      if not ready then log.v(3, "[etcd] the etcd pod %s is not Ready; using its endpoints anyway", name) end
     end
   end
   if #missing > 0 then

@@ -200,7 +200,8 @@ end
 -- The cap on one response body (bytes) unless a call or the client says otherwise: a page of a
 -- large list fits (the apiserver caps one object at etcd's 1.5 MiB request size; lists are paged).
 -- Reads before trust (cluster-info) pass a much smaller one. A body over the cap fails the call
--- with reason "ResponseTooLarge" (never retried); a watch caps each event line at it.
+-- with reason "ResponseTooLarge" (never retried); a watch caps each event line at it. Within the
+-- cap, what the answer holds is checked by its reader (kube/shape.lua: names at most 253 bytes).
 M.MAX_BODY = 64 * 1024 * 1024
 
 local defaults = {

@@ -7,17 +7,25 @@ local cadmin = require "cluster.admin"
 local pod = require "manifests.pod"
 local nodeview = require "node.view"
 local cluster_addons = require "cluster.addons"
+local shape = require "kube.shape"
 
 local M = {}
 
--- Nodes whose kube-apiserver image is not `image`: sorted list of "node (image)". pods: list items.
+-- Nodes whose kube-apiserver image is not `image`: sorted list of "node (image)" | nil, why (a Pod
+-- of a shape the API never answers with). pods: list items.
 function M.not_upgraded(pods, image)
   local by_node = {}
-  for _, p in ipairs(pods) do
-    local node = p.spec and p.spec.nodeName or "?"
-    for _, c in ipairs(p.spec and p.spec.containers or {}) do
-      if c.name == "kube-apiserver" and c.image ~= image then by_node[node] = c.image end
+  for i, p in ipairs(pods) do
+    local node, why = shape.name(p, "spec.nodeName", true)
+    local ctrs, cwhy = shape.get(p, "spec.containers", "array")
+    why = why or cwhy
+    for j, c in ipairs(ctrs or {}) do
+      local name, nwhy = shape.get(c, "name", "string")
+      local img, iwhy = shape.get(c, "image", "string")
+      why = why or (nwhy or iwhy) and ("spec.containers[%d]: %s"):format(j - 1, nwhy or iwhy)
+      if name == "kube-apiserver" and img ~= image then by_node[node or "?"] = img or "?" end
     end
+    if why then return nil, ("Pod %d of the list: %s"):format(i, why) end
   end
   local out = {}
   for n, img in pairs(by_node) do out[#out + 1] = ("%s (%s)"):format(n, img) end
@@ -33,7 +41,8 @@ function M.ready(ctx)
   local list, err = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
     { label_selector = "component=kube-apiserver" })
   if not list then error("[upgrade/addon] listing the kube-apiserver pods: " .. tostring(err), 0) end
-  local behind = M.not_upgraded(list.items or {}, image)
+  local behind, why = M.not_upgraded(list.items, image)
+  if not behind then error("[upgrade/addon] listing the kube-apiserver pods: " .. why, 0) end
   ctx.data.addons_ready = #behind == 0
   if #behind > 0 then
     log.info("[upgrade/addon] Skipping upgrade of addons because control plane instances %s have not been upgraded " ..

@@ -4,8 +4,10 @@
 -- collect() reads the cluster; build() is pure (the spec feeds it facts); text/json/yaml print.
 local yaml = require "moonadm.yaml"
 local capi = require "cluster.api"
+local cnode = require "cluster.node"
+local upload_config = require "cluster.upload_config"
+local shape = require "kube.shape"
 local version = require "upgrade.version"
-local config_mod = require "config"
 local json = require "kube.json"
 local tabwriter = require "kube.tabwriter"
 local releases = require "config.releases"
@@ -14,53 +16,68 @@ local M = {}
 
 M.COMPONENTS = { "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd" }
 
-local function tag(image) return image and image:match(":([^:/]+)$") end
+-- An image's tag as the reference grammar has it (at most 128 bytes), else nil.
+local function tag(image)
+  local t = image and image:match(":([%w_][%w_.%-]*)$")
+  return t and #t <= 128 and t or nil
+end
 
--- facts = {cluster_version, kubelets = {{node, version}}, static = {component = {{node, image}}},
---          coredns = image|nil, kube_proxy = image|nil, dns_disabled, proxy_disabled, local_etcd}
+-- An addon's image (a Deployment's or DaemonSet's first container): image | nil (no such object) |
+-- nil, why (the read failed, or the object is of a shape the API never answers with).
+local function addon_image(c, kind, name)
+  local what = ("%s kube-system/%s"):format(kind, name)
+  local obj, err = capi.lookup(c, { apiVersion = "apps/v1", kind = kind, namespace = "kube-system", name = name })
+  if err then return nil, ("reading %s: %s"):format(what, tostring(err)) end
+  if not obj then return nil end
+  local image, why = shape.need(obj, "spec.template.spec.containers.1.image", "string")
+  if not image then return nil, ("%s: %s"):format(what, why) end
+  return image
+end
+
+-- facts = {cluster_version, cluster (the ClusterConfiguration), kubelets = {{node, version}},
+--          static = {component = {{node, image}}}, coredns = image|nil, kube_proxy = image|nil,
+--          dns_disabled, proxy_disabled, local_etcd} | nil, why. Every answer is shape-checked
+-- first; without the cluster's configuration there is no plan (kubeadm's stops there too).
 function M.collect(c)
   local f = { kubelets = {}, static = {}, local_etcd = true }
-  local v, err = c:call("GET", "/version")
+  local v, err = capi.cluster_version(c)
   if not v then return nil, "fetching the cluster version: " .. tostring(err) end
-  f.cluster_version = v.gitVersion
-  local nodes, nerr = c:list { apiVersion = "v1", kind = "Node" }
-  if not nodes then return nil, "listing the Nodes: " .. tostring(nerr) end
-  for _, n in ipairs(nodes.items or {}) do
-    f.kubelets[#f.kubelets + 1] = { node = n.metadata.name, version = ((n.status or {}).nodeInfo or {}).kubeletVersion }
+  f.cluster_version = v
+  local cluster, cerr = upload_config.read_kubeadm(c)
+  if not cluster then
+    return nil, cerr .. ": `upgrade plan` needs the cluster's configuration (on the first control plane, " ..
+      "`moonadm init phase upload-config kubeadm --config <the init's configuration>` uploads it again)"
   end
-  table.sort(f.kubelets, function(a, b) return a.node < b.node end)
+  f.cluster = cluster
+  f.local_etcd = not (cluster.etcd and cluster.etcd.external)
+  f.dns_disabled = cluster.dns and cluster.dns.disabled
+  f.proxy_disabled = cluster.proxy and cluster.proxy.disabled
+  f.etcd_tag = cluster.etcd and cluster.etcd["local"] and cluster.etcd["local"].imageTag
+  f.dns_tag = cluster.dns and cluster.dns.imageTag
+  local nodes, nerr = cnode.kubelets(c)
+  if not nodes then return nil, nerr end
+  for i, n in ipairs(nodes) do f.kubelets[i] = { node = n.node, version = n.version } end
   for _, comp in ipairs(M.COMPONENTS) do
     local list, lerr = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
       { label_selector = "component=" .. comp .. ",tier=control-plane" })
     if not list then return nil, ("listing the %s Pods: %s"):format(comp, tostring(lerr)) end
     local rows = {}
-    for _, p in ipairs(list.items or {}) do
-      local ctr = p.spec and p.spec.containers and p.spec.containers[1]
-      rows[#rows + 1] = { node = p.spec.nodeName, image = ctr and ctr.image }
+    for i, p in ipairs(list.items) do
+      local node, why = shape.name(p, "spec.nodeName", true)
+      local image, iwhy = shape.get(p, "spec.containers.1.image", "string")
+      why = why or iwhy
+      if why then return nil, ("listing the %s Pods: Pod %d of the list: %s"):format(comp, i, why) end
+      rows[i] = { node = node, image = image }
     end
     table.sort(rows, function(a, b) return (a.node or "") < (b.node or "") end)
     f.static[comp] = rows
   end
   -- a missing addon (disabled, or removed by the user) is no error; any other failure is
-  local dep, derr = capi.lookup(c, { apiVersion = "apps/v1", kind = "Deployment", namespace = "kube-system", name = "coredns" })
-  if derr then return nil, "reading Deployment kube-system/coredns: " .. tostring(derr) end
-  f.coredns = dep and dep.spec.template.spec.containers[1].image
-  local ds, serr = capi.lookup(c, { apiVersion = "apps/v1", kind = "DaemonSet", namespace = "kube-system", name = "kube-proxy" })
-  if serr then return nil, "reading DaemonSet kube-system/kube-proxy: " .. tostring(serr) end
-  f.kube_proxy = ds and ds.spec.template.spec.containers[1].image
-  local cm, cerr = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" })
-  if cerr then return nil, "reading ConfigMap kube-system/kubeadm-config: " .. tostring(cerr) end
-  local text = cm and cm.data and cm.data.ClusterConfiguration
-  if text then
-    local cluster = config_mod.load_cluster(text)
-    if cluster then
-      f.local_etcd = not (cluster.etcd and cluster.etcd.external)
-      f.dns_disabled = cluster.dns and cluster.dns.disabled
-      f.proxy_disabled = cluster.proxy and cluster.proxy.disabled
-      f.etcd_tag = cluster.etcd and cluster.etcd["local"] and cluster.etcd["local"].imageTag
-      f.dns_tag = cluster.dns and cluster.dns.imageTag
-    end
-  end
+  local derr, serr
+  f.coredns, derr = addon_image(c, "Deployment", "coredns")
+  if derr then return nil, derr end
+  f.kube_proxy, serr = addon_image(c, "DaemonSet", "kube-proxy")
+  if serr then return nil, serr end
   return f
 end
 

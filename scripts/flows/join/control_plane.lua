@@ -9,6 +9,7 @@ local log = require "framework.log"
 local manifests = require "manifests"
 local tree = require "pki.tree"
 local config = require "config"
+local shape = require "kube.shape"
 
 local M = {}
 
@@ -32,7 +33,9 @@ function M.download_certs(ctx)
     error("error downloading the secret: " .. tostring(err) .. "\nThe uploaded certificates expire after two hours: " ..
       "run `moonadm init phase upload-certs --upload-certs` on a control plane to upload them again", 0)
   end
-  local files = certsupload.open(secret.data, key)
+  local data, why = shape.strings(secret, "data")
+  if not data then error("Secret kube-system/kubeadm-certs as the API server answered it: " .. why, 0) end
+  local files = certsupload.open(data, key)
   for _, f in ipairs(certsupload.files(ctx.cfg.cluster)) do
     local name, path = f[1], f[2]
     local content = files[name]

@@ -7,6 +7,7 @@ local discovery = require "cluster.discovery"
 local upload_config = require "cluster.upload_config"
 local log = require "framework.log"
 local yaml = require "moonadm.yaml"
+local shape = require "kube.shape"
 
 local M = {}
 
@@ -36,15 +37,13 @@ function M.prepare(ctx)
   local c = M.bootstrap_client(r)
   ctx.data.bootstrap_client = c
   log.info("[preflight] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...")
-  local cm, err = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
-  if not cm then error("[join] unable to fetch the kubeadm-config ConfigMap: " .. tostring(err), 0) end
-  local text = cm.data and cm.data.ClusterConfiguration
-  if not text then error("[join] the kubeadm-config ConfigMap has no ClusterConfiguration key", 0) end
-  local cluster, cerr = config.load_cluster(text, "kubeadm-config")
-  if not cluster then error("[join] the cluster's ClusterConfiguration is invalid: " .. tostring(cerr), 0) end
+  local cluster, cm = upload_config.read_kubeadm(c)
+  if not cluster then error("[join] unable to read the cluster's configuration: " .. cm, 0) end
   ctx.cfg.cluster = cluster
   local gates = config.feature_gates(cluster)
-  local exp = cm.metadata.annotations and cm.metadata.annotations[M.EXPERIMENT_ANNOTATION]
+  local ann, aerr = shape.strings(cm, "metadata.annotations")
+  if not ann then error("[join] ConfigMap kube-system/kubeadm-config: " .. aerr, 0) end
+  local exp = ann[M.EXPERIMENT_ANNOTATION]
   if exp then
     local extra = config.parse_feature_gates(exp)
     for k, v in pairs(extra or {}) do gates[k] = v end
@@ -57,8 +56,10 @@ function M.prepare(ctx)
   elseif not kcm then
     log.warn("[preflight] the cluster has no kube-system/kubelet-config ConfigMap: this node's kubelet gets the defaults")
   end
-  if kcm and kcm.data and kcm.data.kubelet then
-    local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
+  local kdata, kwhy = shape.strings(kcm, "data")
+  if not kdata then error("[preflight] ConfigMap kube-system/kubelet-config: " .. kwhy, 0) end
+  if kdata.kubelet then
+    local docs = yaml.decode(kdata.kubelet, "kubelet-config")
     ctx.cfg.kubelet = docs and docs[1]
   end
   if ctx.inputs then ctx.inputs.cluster, ctx.inputs.kubelet = cluster, ctx.cfg.kubelet end

@@ -3,7 +3,7 @@
 -- the reset goes on with the node's own files), this node's name and advertise address, the
 -- certificates dir and the ResetConfiguration's switches. Stored in ctx.data.reset; writes nothing.
 local client_mod = require "kube.client"
-local config = require "config"
+local upload_config = require "cluster.upload_config"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local manifests = require "manifests.installed"
@@ -59,19 +59,11 @@ function M.read_cluster(ctx, path)
   end
   log.info("[reset] Reading configuration from the \"kubeadm-config\" ConfigMap in namespace \"kube-system\"...")
   log.info("[reset] Use 'moonadm init phase upload-config kubeadm --config your-config-file' to re-upload it.")
-  local cm, gerr = c:get { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "kubeadm-config" }
-  local text = cm and cm.data and cm.data.ClusterConfiguration
-  if not text then
-    local why = cm and "the kubeadm-config ConfigMap has no ClusterConfiguration key" or tostring(gerr)
+  local cluster, why = upload_config.read_kubeadm(c)
+  if not cluster then
     log.warn("[reset] Unable to fetch the kubeadm-config ConfigMap from cluster: %s", why)
     c:close()
     return nil, why
-  end
-  local cluster, cerr = config.load_cluster(text, "kubeadm-config")
-  if not cluster then
-    log.warn("[reset] Unable to fetch the kubeadm-config ConfigMap from cluster: %s", tostring(cerr))
-    c:close()
-    return nil, tostring(cerr)
   end
   return cluster, c
 end

@@ -13,6 +13,7 @@ local up = require "cluster.upload_config"
 local nodeview = require "node.view"
 local version = require "upgrade.version"
 local kubelet_config = require "kubelet.config"
+local shape = require "kube.shape"
 
 local M = {}
 
@@ -57,12 +58,15 @@ local function get_cm(c, name, optional)
   return cm
 end
 
--- The cluster's version: the kube-apiserver's gitVersion (kubeadm's FetchClusterVersion).
-function M.cluster_version(c)
-  local v, err = c:call("GET", "/version")
-  if not v then return nil, err end
-  return v.gitVersion
+-- A ConfigMap's data, checked ({} for no ConfigMap); raises on one of another shape.
+local function cm_data(cm, name)
+  local d, why = shape.strings(cm, "data")
+  if not d then error(("[upgrade/config] ConfigMap %s/%s: %s"):format(M.NS, name, why), 0) end
+  return d
 end
+
+-- The cluster's version: the kube-apiserver's gitVersion (kubeadm's FetchClusterVersion), checked.
+M.cluster_version = capi.cluster_version
 
 -- Reads the cluster's configuration and sets ctx.cfg.cluster/kubelet/kubeproxy/init and ctx.gates.
 -- opts.apply: the target version is the argument (or apply.kubernetesVersion).
@@ -72,12 +76,8 @@ function M.prepare(ctx, opts)
   local part = M.part(ctx)
   local c = cadmin.client(ctx)
   log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", M.NS)
-  local cm = get_cm(c, "kubeadm-config")
-  if not cm then error("[upgrade/config] unable to fetch the kubeadm-config ConfigMap: it does not exist in kube-system", 0) end
-  local text = cm.data and cm.data.ClusterConfiguration
-  if not text then error("[upgrade/config] the kubeadm-config ConfigMap has no ClusterConfiguration key", 0) end
-  local cluster, cerr = config.load_cluster(text, "kubeadm-config")
-  if not cluster then error("[upgrade/config] the cluster's ClusterConfiguration is invalid: " .. tostring(cerr), 0) end
+  local cluster, cerr = up.read_kubeadm(c)
+  if not cluster then error("[upgrade/config] unable to read the cluster's configuration: " .. cerr, 0) end
   ctx.data.stored_version = cluster.kubernetesVersion
   if opts.apply then
     local target = part.kubernetesVersion
@@ -104,16 +104,17 @@ function M.prepare(ctx, opts)
   end
   ctx.cfg.cluster = cluster
   ctx.gates = config.feature_gates(cluster)
-  local kcm = get_cm(c, "kubelet-config")
-  if kcm and kcm.data and kcm.data.kubelet then
-    local docs = yaml.decode(kcm.data.kubelet, "kubelet-config")
+  local kubelet = cm_data(get_cm(c, "kubelet-config"), "kubelet-config").kubelet
+  if kubelet then
+    local docs = yaml.decode(kubelet, "kubelet-config")
     ctx.cfg.kubelet = docs and docs[1]
   end
   -- kube-proxy's config as the cluster holds it; kubeadm's (signed) is re-signed when re-applied,
   -- the user's stays unsigned
   local pcm = get_cm(c, "kube-proxy", true)
-  if pcm and pcm.data and pcm.data["config.conf"] then
-    local docs = yaml.decode(pcm.data["config.conf"], "kube-proxy")
+  local proxy = cm_data(pcm, "kube-proxy")["config.conf"]
+  if proxy then
+    local docs = yaml.decode(proxy, "kube-proxy")
     ctx.cfg.kubeproxy = docs and docs[1]
     ctx.data.kubeproxy_user_supplied = not up.signed(pcm)
   end

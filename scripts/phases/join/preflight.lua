@@ -9,6 +9,7 @@ local log = require "framework.log"
 local C = lazy.require "config.constants"
 local releases = lazy.require "config.releases"
 local nodeview = lazy.require "node.view"
+local vip = lazy.require "endpoint.vip"
 
 return {
   name = "preflight",
@@ -32,6 +33,7 @@ return {
     local cp_version = ctx.cfg.cluster and ctx.cfg.cluster.kubernetesVersion or releases.newest()
     for _, c in ipairs(preflight.node_checks(ctx, nodeview.name(ctx), cp_version)) do checks[#checks + 1] = c end
     if join.controlPlane then
+      vip.given_interface(ctx) -- a bad --control-plane-endpoint-vip-interface stops the join before anything is written
       local ok, ip = pcall(nodeview.advertise_address, ctx)
       if not ok then log.warn("%s", ip); ip = nil end
       for _, c in ipairs(preflight.control_plane_checks(ctx, ip, nodeview.bind_port(ctx))) do
