@@ -30,6 +30,7 @@ local pod = require "manifests.pod"
 local manifests_etcd = require "manifests.etcd"
 local config = require "config"
 local data_dir = require "etcd.data_dir"
+local interrupted = require "upgrade.interrupted"
 local net = require "moonadm.net"
 
 M.TMP = "/etc/kubernetes/tmp"
@@ -118,10 +119,12 @@ function M.wait_healthy(ctx, component, timeout)
 end
 
 -- Waits for a component after its manifest changed: the new mirror pod hash, then health.
-function M.wait_component(ctx, component, node, text, before)
+-- `restored`: the manifest is the previous one, put back by a rollback.
+function M.wait_component(ctx, component, node, text, before, restored)
   M.wait_hash(ctx, component, node, text, before, capi.timeout(ctx, "upgradeManifests"))
   M.wait_healthy(ctx, component, capi.timeout(ctx, "controlPlaneComponentHealthCheck"))
-  log.info("[upgrade/staticpods] Component %q upgraded successfully!", component)
+  if restored then log.info("[upgrade/rollback] Component %q runs its previous manifest again", component)
+  else log.info("[upgrade/staticpods] Component %q upgraded successfully!", component) end
 end
 
 -- Which replaced manifests a rollback restores: all but an upgraded etcd that did not fail.
@@ -137,8 +140,10 @@ end
 -- backup keeps it) and the kubelet stops the pod; done once its client and peer ports stayed free
 -- for ETCD_STOP_QUIET seconds (a crash-looping etcd may be between two starts at one check).
 M.ETCD_STOP_TIMEOUT, M.ETCD_STOP_QUIET = 90, 3
-function M.stop_etcd(ctx)
-  local ok, err = fs.remove(manifests.path("etcd"))
+function M.stop_etcd(ctx, st)
+  local ok, err = fs.write(st.backup_dir .. "/" .. interrupted.MARK, "", "0600")
+  if not ok then return nil, err end
+  ok, err = fs.remove(manifests.path("etcd"))
   if not ok then return nil, ("removing %s: %s"):format(manifests.path("etcd"), err) end
   local adv = nodeview.advertise_address(ctx)
   local deadline, quiet_since = core.monotonic() + M.ETCD_STOP_TIMEOUT, nil
@@ -162,7 +167,7 @@ end
 function M.restore_etcd_data(ctx, st)
   local ddir = manifests_etcd.data_dir(ctx.cfg.cluster)
   local failed = st.etcd_backup .. "-failed"
-  local ok, err = M.stop_etcd(ctx)
+  local ok, err = M.stop_etcd(ctx, st)
   if not ok then return nil, err end
   log.info("[upgrade/rollback] Restoring the etcd data dir %s from %s (the data it had is kept in %s)", ddir,
     st.etcd_backup, failed)
@@ -186,10 +191,11 @@ function M.rollback(ctx, st, reason)
     if not ok then errs[#errs + 1] = ("restoring %s: %s"):format(r.component, err)
     else log.info("[upgrade/rollback] Restored %s from %s", manifests.path(r.component), r.backup) end
   end
+  if fs.exists(manifests.path("etcd")) then fs.remove(st.backup_dir .. "/" .. interrupted.MARK) end
   -- wait for the old components, so the error is raised with the control plane back up
   for i = #restored, 1, -1 do
     local r = restored[i]
-    local ok, err = pcall(M.wait_component, ctx, r.component, st.node, r.old, r.new_hash_seen)
+    local ok, err = pcall(M.wait_component, ctx, r.component, st.node, r.old, r.new_hash_seen, true)
     if not ok then errs[#errs + 1] = ("%s after the rollback: %s"):format(r.component, errors_msg(err)) end
   end
   return errs

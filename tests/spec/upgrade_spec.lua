@@ -2,6 +2,7 @@
 -- and its printers (scripts/upgrade/plan.lua), the manifest diff, the NodeLocalCRISocket flags
 -- migration, the kubelet.conf server rewrite and the addon gate. The lab e2e
 -- (tests/e2e/upgrade_spec.lua) runs the phases for real.
+local h = require "helpers"
 local cjson = require "cjson"
 local yaml = require "moonadm.yaml"
 local version = require "upgrade.version"
@@ -245,6 +246,33 @@ describe("upgrade rollback", function()
     local names = function(list) local o = {} for _, r in ipairs(list) do o[#o + 1] = r.component end return o end
     assert.same({ "kube-apiserver" }, names(control_plane.restored(st(false))))
     assert.same({ "etcd", "kube-apiserver" }, names(control_plane.restored(st(true))))
+  end)
+
+  it("a rollback killed while etcd's manifest was away: the next run puts it back first", function()
+    local fs = require "moonadm.fs"
+    local root = h.tmpdir()
+    local tmp = "/etc/kubernetes/tmp"
+    h.write(root .. tmp .. "/kubeadm-backup-manifests-2026-01-01-00-00-00/etcd.yaml", "old-old\n")
+    h.write(root .. tmp .. "/kubeadm-backup-manifests-2026-02-01-00-00-00/etcd.yaml", "previous\n")
+    h.write(root .. tmp .. "/kubeadm-backup-manifests-2026-02-01-00-00-00/" .. require("upgrade.interrupted").MARK, "")
+    h.write(root .. "/var/lib/etcd/member/snap/db", "data")
+    h.write(root .. "/var/lib/etcd/.moonadm-restore/member/snap/db", "half")
+    fs.set_root(root)
+    local rctx = {}
+    local ok, err = pcall(require("upgrade.interrupted").recover, rctx)
+    fs.set_root("/")
+    assert(ok, err)
+    assert.equal("previous\n", h.read(root .. "/etc/kubernetes/manifests/etcd.yaml"))
+    assert.equal("data", h.read(root .. "/var/lib/etcd/member/snap/db"))
+    assert.is_nil(h.read(root .. "/var/lib/etcd/.moonadm-restore/member/snap/db"))
+    assert.is_nil(h.read(root .. tmp .. "/kubeadm-backup-manifests-2026-02-01-00-00-00/" .. require("upgrade.interrupted").MARK))
+    -- without the mark (a deleted manifest, not a rollback), nothing is guessed
+    os.remove(root .. "/etc/kubernetes/manifests/etcd.yaml")
+    fs.set_root(root)
+    require("upgrade.interrupted").recover(rctx)
+    fs.set_root("/")
+    assert.is_nil(h.read(root .. "/etc/kubernetes/manifests/etcd.yaml"))
+    h.rmrf(root)
   end)
 
   it("says what stays upgraded and which command to run again", function()

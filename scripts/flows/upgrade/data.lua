@@ -12,6 +12,7 @@ local cadmin = require "cluster.admin"
 local up = require "cluster.upload_config"
 local nodeview = require "node.view"
 local version = require "upgrade.version"
+local interrupted = require "upgrade.interrupted"
 local kubelet_config = require "kubelet.config"
 local shape = require "kube.shape"
 
@@ -74,6 +75,7 @@ function M.prepare(ctx, opts)
   opts = opts or {}
   if ctx.data.upgrade_prepared then return end
   local part = M.part(ctx)
+  interrupted.recover(ctx) -- etcd's manifest back first: without it no API server answers
   local c = cadmin.client(ctx)
   log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", M.NS)
   local cluster, cerr = up.read_kubeadm(c)
