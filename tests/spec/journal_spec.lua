@@ -2,6 +2,7 @@
 -- ahead of the files it names, written once per commit by the pre-commit hook; and the canonical
 -- text its digests are taken of (encoding.canon).
 local h = require "helpers"
+local cjson = require "cjson"
 local fs = require "moonadm.fs"
 local encoding = require "moonadm.encoding"
 local journal = require "framework.journal"
@@ -156,6 +157,81 @@ describe("the journal in a group commit", function()
     local again = journal.open("spec")
     assert.is_true(again:owns("/etc/spec/a", "1"))
     assert.is_true(again:owns("/etc/spec/b", "2"))
+  end)
+end)
+
+describe("the journal's reader (journal.decode, journal.open)", function()
+  local SUM = ("a"):rep(64)
+  local function text(t) return cjson.encode(t) end
+  local function base(extra)
+    local t = { version = 1, command = "init", phases = { ["certs/ca"] = { digest = SUM, done = 1796609198,
+      artifacts = { ["/etc/kubernetes/pki/ca.crt"] = SUM } } }, written = { ["/etc/kubernetes/pki/ca.crt"] = SUM } }
+    for k, v in pairs(extra or {}) do t[k] = v end
+    return t
+  end
+
+  it("accepts a journal as it is written, and refuses each wrong field by its name", function()
+    local data = assert(journal.decode(text(base()), "init"))
+    assert.equal(SUM, data.phases["certs/ca"].digest)
+    local cases = {
+      { {}, "it has no version or no phases" },
+      { base { phases = "x" }, "phases is a string, not an object" },
+      { base { phases = { ["certs/ca"] = { digest = cjson.null } } }, 'phases["certs/ca"].digest is null, not a string' },
+      { base { phases = { ["certs/ca"] = { done = 1 } } }, 'phases["certs/ca"] has no digest' },
+      { base { phases = { ["certs/ca"] = { digest = ("x"):rep(129) } } }, "not a string of at most 128 bytes" },
+      { base { phases = { ["certs/ca"] = { digest = "d", done = -1 } } }, ".done is a number, not a time in seconds" },
+      { base { phases = { ["certs/ca"] = { digest = "d", done = 1e15 } } }, ".done is a number, not a time in seconds" },
+      { base { phases = { ["certs/ca"] = { digest = "d", x = 1 } } }, 'phases["certs/ca"] has an unknown field "x"' },
+      { base { phases = { [("p"):rep(1025)] = { digest = "d" } } }, "phases has a name that is not a phase path: \"ppp" },
+      { base { phases = { [""] = { digest = "d" } } }, 'phases has a name that is not a phase path: ""' },
+      { base { written = { [""] = SUM } }, 'written has a file name that is not a path: ""' },
+      { base { written = { ["/x\ny\0z"] = SUM } }, 'written has a file name that is not a path: "/x\\ny\\0z"' },
+      { base { written = { ["/x"] = SUM:upper() } }, 'written["/x"] is a string, not a SHA-256 in hex' },
+      { base { version = "1" }, "version is a string, and this moonadm reads version 1" },
+      { base { command = 3 }, 'command is a number, not "init"' },
+      { "[]", nil }, -- an empty array is an empty table: no version
+    }
+    for i, c in ipairs(cases) do
+      local ok, err = journal.decode(type(c[1]) == "string" and c[1] or text(c[1]), "init")
+      assert.is_nil(ok, "case " .. i)
+      assert.truthy(err:find(c[2] or "it has no version or no phases", 1, true), ("case %d: %s"):format(i, err))
+    end
+    assert.equal("it is a string, not an object", select(2, journal.decode('"x"', "init")))
+    assert.equal("it is empty", select(2, journal.decode("", "init")))
+  end)
+
+  it("caps the bytes, the entries of each map and the nesting", function()
+    local ok, err = journal.decode((" "):rep(journal.MAX_BYTES + 1), "init")
+    assert.is_nil(ok)
+    assert.equal(("it is %d bytes, more than the %d a journal can be"):format(journal.MAX_BYTES + 1, journal.MAX_BYTES), err)
+    local phases, written = {}, {}
+    for i = 1, journal.MAX_PHASES + 1 do phases["p" .. i] = { digest = "d" } end
+    for i = 1, journal.MAX_FILES + 1 do written["/f" .. i] = SUM end
+    assert.equal(("phases has more than %d entries"):format(journal.MAX_PHASES),
+      select(2, journal.decode(text(base { phases = phases }), "init")))
+    assert.equal(("written has more than %d entries"):format(journal.MAX_FILES),
+      select(2, journal.decode(text(base { written = written }), "init")))
+    phases["p1"] = nil
+    assert(journal.decode(text(base { phases = phases }), "init"))
+    local deep = ("["):rep(journal.MAX_DEPTH + 1) .. ("]"):rep(journal.MAX_DEPTH + 1)
+    assert.matches("^it is not JSON: Found too many nested data structures", select(2, journal.decode(deep, "init")))
+    assert.matches("^it is not JSON: Found too many nested", select(2, journal.decode(("{\"a\":"):rep(1000), "init")))
+    assert.equal(1000, cjson.decode_max_depth(), "the journal's lua-cjson settings are its own")
+  end)
+
+  it("open refuses a bad journal with the fix, and leaves it as it was", function()
+    local dir, saved_root = h.tmpdir(), fs.root()
+    fs.set_root(dir)
+    h.write(dir .. journal.DIR .. "/init.json", text(base { phases = 5 }))
+    local ok, err = pcall(journal.open, "init")
+    fs.set_root(saved_root)
+    local host = dir .. journal.DIR .. "/init.json"
+    assert.is_false(ok)
+    assert.equal("journal " .. host .. " cannot be used: phases is a number, not an object.", err:match("^[^\n]*"))
+    assert.truthy(err:find("rm " .. host, 1, true))
+    assert.is_nil(err:find("with --resume", 1, true))
+    assert.equal(text(base { phases = 5 }), h.read(host))
+    h.rmrf(dir)
   end)
 end)
 
