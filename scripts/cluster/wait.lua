@@ -15,6 +15,8 @@ local log = require "framework.log"
 local capi = require "cluster.api"
 local runtime_mod = require "runtime"
 local healthz = require "kubelet.healthz"
+local net = require "moonadm.net"
+local cri_socket = require "cri.socket"
 
 local M = {}
 
@@ -72,6 +74,31 @@ function M.components(read_manifest)
   return out
 end
 
+-- What the user reads after a failed wait: the component most likely at fault first (a kube-apiserver
+-- that fails while the node's local etcd does not even listen fails because of it: kubeadm names only
+-- the apiserver), then kubeadm's crictl lines for the node's runtime endpoint (opts.cri).
+function M.troubleshoot(comps, opts)
+  local lines = {}
+  local apiserver_bad
+  for _, c in ipairs(comps) do if c.name == "kube-apiserver" and not c.ok then apiserver_bad = true end end
+  if apiserver_bad and opts.etcd_client then
+    local free = net.port_free(opts.etcd_client.host, opts.etcd_client.port)
+    if free then
+      lines[#lines + 1] = ("etcd, which the kube-apiserver needs, does not listen on %s: look at etcd first (its " ..
+        "container's log: crictl ps -a --name etcd; crictl logs CONTAINERID).\n"):format(host_port(opts.etcd_client.host,
+        opts.etcd_client.port))
+    end
+  end
+  local rt = opts.cri and (" --runtime-endpoint " .. opts.cri) or ""
+  lines[#lines + 1] = "A control plane component may have crashed or exited when started by the container runtime.\n" ..
+    "To troubleshoot, list all containers using your preferred container runtimes CLI.\n" ..
+    "Here is one example how you may list all running Kubernetes containers by using crictl:\n" ..
+    ("\t- 'crictl%s ps -a | grep kube | grep -v pause'\n"):format(rt) ..
+    "\tOnce you have found the failing container, you can inspect its logs with:\n" ..
+    ("\t- 'crictl%s logs CONTAINERID'"):format(rt)
+  return table.concat(lines)
+end
+
 -- Polls every component until each answers 200 or timeout seconds pass. Returns a table
 -- name -> {after = seconds, noticed_within = seconds, probes = n}.
 function M.components_healthy(comps, timeout, opts)
@@ -121,10 +148,8 @@ function M.components_healthy(comps, timeout, opts)
         end
       end
       for _, c in ipairs(comps) do c.handle:close() end
-      error(("[control-plane-check] Control plane components are not healthy after %s:\n%s\n\n" ..
-        "A control plane component may have crashed or exited when started by the container runtime.\n" ..
-        "To troubleshoot, list all containers using your preferred container runtimes CLI."):format(
-        capi.go_duration(timeout), table.concat(bad, "\n")), 0)
+      error(("[control-plane-check] Control plane components are not healthy after %s:\n%s\n\n%s"):format(
+        capi.go_duration(timeout), table.concat(bad, "\n"), M.troubleshoot(comps, opts)), 0)
     end
     core.sleep(opts.interval or M.INTERVAL)
   end
@@ -143,7 +168,11 @@ function M.run(ctx)
   end
   healthz.wait(ctx, rt, capi.timeout(ctx, "kubeletHealthCheck"), capi.go_duration)
   local comps = M.components(function(f) return ctx:read(mdir .. "/" .. f) end)
-  local r = M.components_healthy(comps, capi.timeout(ctx, "controlPlaneComponentHealthCheck"))
+  -- a local etcd's client port on loopback, which its manifest always listens on (the troubleshooting hint)
+  local etcd_client = ctx:exists(mdir .. "/etcd.yaml") and { host = "127.0.0.1", port = 2379 } or nil
+  local ok, cri = pcall(cri_socket.socket, ctx)
+  local r = M.components_healthy(comps, capi.timeout(ctx, "controlPlaneComponentHealthCheck"),
+    { etcd_client = etcd_client, cri = ok and cri or nil })
   ctx.data.wait_result = r
   return r
 end
