@@ -19,7 +19,8 @@ struct srv {
 	int fd, port;
 	const char *resp[8];  /* answers, in order, one per request (keep-alive) */
 	int hang;             /* accept, read the request, never answer */
-	int endless;          /* answer resp[0] (a head), then stream 'A's (1: body, 2: header lines) until
+	int endless;          /* answer resp[0] (a head), then stream 'A's (1: body, 2: short header lines,
+			       * 3: header lines of 1 KiB) until
 			       * the client goes away or `limit` bytes are out */
 	size_t limit, sent;
 	int conns, reqs;
@@ -81,6 +82,11 @@ static void *serve_conn(void *ud)
 			if (s->endless == 2)
 				for (size_t i = 0; i + 16 <= sizeof chunk; i += 16)
 					memcpy(chunk + i, "X-Flood: AAAAA\r\n", 16);
+			if (s->endless == 3)
+				for (size_t i = 0; i + 1024 <= sizeof chunk; i += 1024) {
+					memcpy(chunk + i, "X-Long: ", 8);
+					memcpy(chunk + i + 1022, "\r\n", 2);
+				}
 			if (send(cn->fd, r, strlen(r), MSG_NOSIGNAL) < 0)
 				break;
 			while (s->sent < s->limit && send(cn->fd, chunk, sizeof chunk, MSG_NOSIGNAL) > 0)
@@ -427,27 +433,36 @@ static void test_body_cap(void)
 	srv_stop(&s2);
 }
 
-/* Endless header lines: stopped at the header cap, with its own message. */
+/* Endless header lines: stopped at the header cap, with its own message: short lines at 512 lines,
+ * lines of 1 KiB at 256 KiB (within 512 lines). */
 static void test_header_cap(void)
 {
-	struct srv s = {.resp = {"HTTP/1.1 200 OK\r\n"}, .endless = 2, .limit = (size_t)1 << 30};
-	srv_start(&s);
-	char url[64];
-	snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-	ma_http_opts o = {.server = url, .timeout_ms = 20000};
-	ma_err e = {0};
-	ma_http *h = ma_http_new(&o, &e);
-	ma_http_resp r;
-	long rss0 = maxrss_kb();
-	ma_http_req q = {.path = "/h"};
-	CHECK(ma_http_do(h, &q, &r, &e) < 0, "endless headers were read");
-	CHECK(e.code == MA_HTTP_ETOOLARGE && strstr(e.msg, "the response headers exceed") && strstr(e.msg, "/h"), "%d %s",
-	      e.code, e.msg);
-	CHECK(r.headers_len <= MA_HTTP_MAX_HEADER_BYTES, "kept %zu header bytes", r.headers_len);
-	CHECK(maxrss_kb() - rss0 < 16 * 1024, "RSS grew by %ld KiB", maxrss_kb() - rss0);
-	ma_http_resp_free(&r);
-	ma_http_free(h);
-	srv_stop(&s);
+	for (int mode = 2; mode <= 3; mode++) {
+		struct srv s = {.resp = {"HTTP/1.1 200 OK\r\n"}, .endless = mode, .limit = (size_t)1 << 30};
+		srv_start(&s);
+		char url[64];
+		snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
+		ma_http_opts o = {.server = url, .timeout_ms = 20000};
+		ma_err e = {0};
+		ma_http *h = ma_http_new(&o, &e);
+		ma_http_resp r;
+		long rss0 = maxrss_kb();
+		ma_http_req q = {.path = "/h"};
+		CHECK(ma_http_do(h, &q, &r, &e) < 0, "endless headers were read (mode %d)", mode);
+		CHECK(e.code == MA_HTTP_ETOOLARGE && strstr(e.msg, "the response headers exceed") && strstr(e.msg, "/h"),
+		      "mode %d: %d %s", mode, e.code, e.msg);
+		CHECK(r.headers_len <= MA_HTTP_MAX_HEADER_BYTES, "mode %d: kept %zu header bytes", mode, r.headers_len);
+		if (mode == 2)
+			CHECK(r.headers_len < 16 * MA_HTTP_MAX_HEADER_LINES + 64, "stopped after %zu bytes, not at the line cap",
+			      r.headers_len);
+		else
+			CHECK(r.headers_len > MA_HTTP_MAX_HEADER_BYTES - 2048, "stopped after %zu bytes, not at the byte cap",
+			      r.headers_len);
+		CHECK(maxrss_kb() - rss0 < 16 * 1024, "RSS grew by %ld KiB", maxrss_kb() - rss0);
+		ma_http_resp_free(&r);
+		ma_http_free(h);
+		srv_stop(&s);
+	}
 }
 
 int main(void)

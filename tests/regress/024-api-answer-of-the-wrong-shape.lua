@@ -1,6 +1,6 @@
 -- Issue 18 (the wrong-shape class, API side): a list answer without `items` read as an empty list,
 -- and an empty 200 to a GET as the object `true`. kube.client now fails both with a BadResponse
--- naming the path; a watch event without an object is an error too. (A transport double stands in
+-- naming the path; a watch event without a type or an object is an error too. (A transport double stands in
 -- for the server: what matters is the answer's shape.)
 local client = require "kube.client"
 
@@ -27,14 +27,16 @@ describe("regress 024: API answers of the wrong shape", function()
       assert.equal("BadResponse", err.reason)
     end)
   end
-  it("a watch event without an object is an error", function()
-    local c = assert(client.new { server = "https://127.0.0.1:9", timeout = 1 })
-    c.conn = { request = function(_, r)
-      r.on_data('{"type":"ADDED"}\n')
-      return { status = 200, body = "", headers = {}, stopped = true }
-    end, close = function() end }
-    local rv, err = c:watch({ apiVersion = "v1", kind = "ConfigMap", namespace = "x" }, function() return true end)
-    assert.is_nil(rv)
-    assert.equal("BadResponse", err.reason)
-  end)
+  for _, event in ipairs { '{"type":"ADDED"}', '{"object":{"metadata":{"name":"a"}}}' } do
+    it("a watch event without a type or an object is an error: " .. event, function()
+      local c = assert(client.new { server = "https://127.0.0.1:9", timeout = 1 })
+      c.conn = { request = function(_, r)
+        r.on_data(event .. "\n")
+        return { status = 200, body = "", headers = {}, stopped = true }
+      end, close = function() end }
+      local rv, err = c:watch({ apiVersion = "v1", kind = "ConfigMap", namespace = "x" }, function() return true end)
+      assert.is_nil(rv)
+      assert.equal("BadResponse", err.reason)
+    end)
+  end
 end)

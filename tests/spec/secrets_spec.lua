@@ -108,6 +108,9 @@ describe("secrets in output", function()
       "--root", dir .. "/root", "-v", "10" }
     assert.equal(0, code, out .. err)
     assert_no_token(err)
+    assert.matches("[bootstrap-token] Using token: " .. TOKEN_ID .. ".<redacted>", out, 1, true)
+    assert.matches("--token " .. TOKEN_ID .. "." .. TOKEN_SECRET, out, 1, true) -- printed on purpose
+    assert.matches("\n" .. CERT_KEY .. "\n", out, 1, true)
     for line in out:gmatch("[^\n]+") do
       if line:find(TOKEN_SECRET, 1, true) then
         assert.matches("%-%-token " .. TOKEN_ID .. "%." .. TOKEN_SECRET, line)
@@ -180,7 +183,7 @@ describe("key files and temp files", function()
   local have_hooks = io.open(hooks, "r")
   if have_hooks then have_hooks:close() end
 
-  it("every key and kubeconfig is 0600 before its first byte is written (bin/moonadm-hooks' write log)", function()
+  it("every key, kubeconfig, journal file and static Pod manifest is 0600 before its first byte (the hooks' write log)", function()
     if not have_hooks then
       pending("bin/moonadm-hooks is missing (make test-hooks)")
       return
@@ -201,7 +204,9 @@ describe("key files and temp files", function()
       if mode then modes[path] = mode end
     end
     for path, mode in pairs(modes) do
-      if path:match("%.key$") or path:match("/etc/kubernetes/[^/]+%.conf$") or path:match("/journal/") then
+      -- static Pod manifests carry no secret, but decide what runs as root
+      if path:match("%.key$") or path:match("/etc/kubernetes/[^/]+%.conf$") or path:match("/journal/")
+        or path:match("/etc/kubernetes/manifests/[^/]+%.yaml$") then
         assert.equal("0600", mode, path)
         checked = checked + 1
       end
@@ -211,7 +216,7 @@ describe("key files and temp files", function()
       p:close()
       if final then assert.equal(mode, final, path) end
     end
-    assert.is_true(checked >= 16, "keys and kubeconfigs checked: " .. checked)
+    assert.is_true(checked >= 20, "keys, kubeconfigs and manifests checked: " .. checked)
   end)
 
   it("temp files of an atomic write live in the target's own dir, and none is left behind", function()

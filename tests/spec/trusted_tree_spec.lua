@@ -173,6 +173,15 @@ describe("trust.problem_of: a site path, resolved and judged step by step", func
     assert.equal(dir .. "/sticky", trust.problem_of(dir .. "/sticky", { sticky_end = true }))
   end)
 
+  it("follows at most 40 links, the kernel's own limit: a chain of 40 resolves, of 41 is refused", function()
+    sh(("touch %s/f && ln -s f %s/l0"):format(dir, dir))
+    for i = 1, 40 do sh(("ln -s l%d %s/l%d"):format(i - 1, dir, i)) end
+    assert.equal(dir .. "/f", trust.problem_of(dir .. "/l39"))
+    local real, why = trust.problem_of(dir .. "/l40")
+    assert.is_nil(real)
+    assert.matches("too many levels of symbolic links", why, 1, true)
+  end)
+
   it("with links = false, any symlink under the tree is a problem; without, its target is judged", function()
     sh(("mkdir -p %s/t/sub && ln -s %s/t/sub %s/t/link"):format(dir, dir, dir))
     assert.equal(dir .. "/t", trust.problem_of(dir .. "/t", { tree = true }))
