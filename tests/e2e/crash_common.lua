@@ -44,7 +44,14 @@ M.LAB_ARGS = {
   one = { "--control-planes", "1", "--spares", "1" },
   ha = { "--control-planes", "2", "--spares", "1" },
   old = { "--control-planes", "2", "--spares", "1", "--feature-gates", "ControlPlaneKubeletLocalMode=false" },
+  -- the real kubelet and containerd on every node (the crash sample of real_kubelet_crash_spec.lua)
+  real = { "--kubelet", "real", "--control-planes", "2", "--spares", "1" },
 }
+
+-- A lab of real kubelets: s1's pods are containers its containerd runs, its kubelet a service.
+local function real(st) return st.kubelet == "real" end
+
+local CRICTL = { "crictl", "--config", "/dev/null", "--runtime-endpoint", "unix:///run/containerd/containerd.sock" }
 
 local function q(argv)
   local p = {}
@@ -153,6 +160,9 @@ function M.init_config(st)
     if d.kind == "InitConfiguration" then
       d.localAPIEndpoint.advertiseAddress = s1.ip
       d.nodeRegistration.name = "s1"
+      for _, a in ipairs(d.nodeRegistration.kubeletExtraArgs or {}) do
+        if a.name == "node-ip" then a.value = s1.ip end
+      end
       d.bootstrapTokens = { { token = "crash1.0123456789crash1" } }
     elseif d.kind == "ClusterConfiguration" then
       d.controlPlaneEndpoint = nil
@@ -174,6 +184,13 @@ function M.join_config(st, worker)
       caCertHashes = { pin } } },
     nodeRegistration = { name = "s1" },
   }
+  -- a real node's registration as the lab made it (its CRI socket, node-ip, the checks this host
+  -- cannot pass, the kubelet patches)
+  local lab_join = real(st) and h.read(st.dir .. "/s1-join.yaml")
+  if lab_join then
+    local d = assert(yaml.decode(lab_join))[1]
+    doc.nodeRegistration, doc.patches = d.nodeRegistration, d.patches
+  end
   if not worker then
     doc.controlPlane = { localAPIEndpoint = { advertiseAddress = s1.ip, bindPort = 6443 }, certificateKey = st.certificate_key }
   end
@@ -217,7 +234,16 @@ function M.clean(st, own)
   local s1 = M.node(st, "s1")
   local root = s1.root
   os.execute("rm -f " .. h.q(root) .. "/etc/kubernetes/manifests/* 2>/dev/null")
-  for _ = 1, 200 do
+  if real(st) then
+    -- the kubelet service stopped, then every pod the CRI runs removed (what reset does, forced)
+    M.exec(st, "s1", { "systemctl", "stop", "kubelet" })
+    for _ = 1, 100 do
+      M.exec(st, "s1", append(CRICTL, { "rmp", "-af" }))
+      if ports_free(st) then break end
+      core.sleep(0.2)
+    end
+  end
+  for _ = 1, real(st) and 0 or 200 do
     local kids = s1.kubelet_pid and children(s1.kubelet_pid) or {}
     for _, pid in ipairs(kids) do os.execute("kill -KILL " .. pid .. " 2>/dev/null") end
     if #kids == 0 and ports_free(st) then break end
@@ -358,7 +384,8 @@ end
 
 -- Every manifest under the node's manifests dir runs as its current content (the stand-in's status:
 -- the manifest's hash, a pid), within `secs`. Returns a list of problems.
-function M.check_pods(node, secs)
+function M.check_pods(node, secs, st)
+  if st and real(st) then return M.check_containers(st, node, secs) end
   local want = {}
   local p = io.popen("ls " .. h.q(node.root .. "/etc/kubernetes/manifests") .. " 2>/dev/null")
   for f in p:lines() do
@@ -382,6 +409,26 @@ function M.check_pods(node, secs)
   until core.monotonic() > deadline
   table.sort(missing)
   return { "static Pods not running their current manifest: " .. table.concat(missing, ", ") }
+end
+
+-- On a real-kubelet node: a container of each static Pod's component running (the CRI's view), within `secs`.
+function M.check_containers(st, node, secs)
+  local want = {}
+  local p = io.popen("ls " .. h.q(node.root .. "/etc/kubernetes/manifests") .. " 2>/dev/null")
+  for f in p:lines() do if f:match("%.yaml$") then want[#want + 1] = f:gsub("%.yaml$", "") end end
+  p:close()
+  local missing
+  local deadline = core.monotonic() + (secs or 90)
+  repeat
+    missing = {}
+    for _, name in ipairs(want) do
+      local code, out = M.exec(st, node.name, append(CRICTL, { "ps", "--state", "Running", "--name", "^" .. name .. "$", "-q" }))
+      if code ~= 0 or not out:match("%x") then missing[#missing + 1] = name end
+    end
+    if #missing == 0 then return {} end
+    core.sleep(1)
+  until core.monotonic() > deadline
+  return { "static Pods without a running container: " .. table.concat(missing, ", ") }
 end
 
 -- The number of bootstrap-token Secrets (init makes the configured token and, with
@@ -422,7 +469,7 @@ end
 -- `want_members` voting members, one Secret per token, the Node a control plane. nil or problems.
 function M.check(st, node_root, kubeconfig, want_members, want_tokens)
   local problems = M.check_files(node_root)
-  for _, x in ipairs(M.check_pods(M.node(st, "s1"))) do problems[#problems + 1] = x end
+  for _, x in ipairs(M.check_pods(M.node(st, "s1"), nil, st)) do problems[#problems + 1] = x end
   readyz(st, kubeconfig, problems)
   check_members(st, "s1", want_members, problems)
   local tokens, c, out = M.tokens(st, kubeconfig)
@@ -474,7 +521,14 @@ function M.check_reset(st)
   if #left > 0 then problems[#problems + 1] = "files left after reset: " .. table.concat(left, " ", 1, math.min(#left, 8)) end
   local free = false
   for _ = 1, 60 do
-    if #children(s1.kubelet_pid) == 0 and ports_free(st) then free = true break end
+    local idle
+    if real(st) then
+      local code, out = M.exec(st, "s1", append(CRICTL, { "ps", "-q" }))
+      idle = code == 0 and not out:match("%x")
+    else
+      idle = #children(s1.kubelet_pid) == 0
+    end
+    if idle and ports_free(st) then free = true break end
     core.sleep(0.5)
   end
   if not free then problems[#problems + 1] = "s1's control-plane processes or ports are still there" end
@@ -521,7 +575,14 @@ M.FLOWS.init = { lab = "one", setup = function(st)
   local ctx = { argv = { "init", "--config", M.init_config(st), "--upload-certs" } }
   ctx.kubeconfig = s1.root .. "/etc/kubernetes/admin.conf"
   ctx.prepare = function() M.clean(st, true) end
-  ctx.check = function() return M.check(st, s1.root, ctx.kubeconfig, 1, ctx.want_tokens) end
+  ctx.check = function()
+    local problems = M.check(st, s1.root, ctx.kubeconfig, 1, ctx.want_tokens) or {}
+    -- init's last phases ran (upload-config, addons): a resume that stopped at preflight leaves none
+    local c, out = M.kubectl(st, ctx.kubeconfig, { "-n", "kube-system", "get", "configmap/kubeadm-config",
+      "configmap/kubelet-config", "deployment/coredns", "daemonset/kube-proxy", "-o", "name" })
+    if c ~= 0 then problems[#problems + 1] = "init's upload-config or addon phase did not run: " .. out end
+    return #problems > 0 and problems or nil
+  end
   ctx.after_count = function() ctx.want_tokens = M.tokens(st, ctx.kubeconfig) end
   return ctx
 end }
@@ -792,12 +853,21 @@ end
 -- The plain binary run on s1 in a session of its own, SIGKILLed (the whole group: lab exec and
 -- moonadm) `delay` seconds in; then argv --resume, and the node must converge. Returns ok, why,
 -- and how long the run took when it ended before the kill.
-function M.kill_at(st, ctx, delay)
+-- With `after` (a Lua pattern), the delay counts from the first output line that matches it (the
+-- issue's "kill -9 3 s after [kubelet-check] is printed").
+function M.kill_at(st, ctx, delay, after)
   local log = os.tmpname()
   local pid = assert(proc.spawn { argv = append({ h.bin, "lab", "exec", "s1", "--name", st.name, "--", h.bin }, ctx.argv),
     log = log, new_session = true })
   local t0, ended = core.monotonic(), false
-  while core.monotonic() - t0 < delay do
+  if after then
+    while not (h.read(log) or ""):find(after) do
+      if proc.wait(pid, true) then ended = core.monotonic() - t0 break end
+      core.sleep(0.02)
+    end
+    t0 = core.monotonic()
+  end
+  while not ended and core.monotonic() - t0 < delay do
     if proc.wait(pid, true) then ended = core.monotonic() - t0 break end
     core.sleep(0.005)
   end
