@@ -4,6 +4,11 @@ PKGS    := lua5.4 libcrypto yaml-0.1 libcurl
 # linked (statically): libcurl is not (engine/libcurl.c loads it on the first request)
 LINK_PKGS := lua5.4 libcrypto yaml-0.1
 CFLAGS  ?= -O2 -g
+# PLAIN=1: every start-up trick of README's "Choices" off, so a maintainer can tell whether a bug is in
+# one: the Lua state on glibc's malloc and closed by lua_close (bindings/lalloc.c), libm linked (no
+# bindings/libm_lazy.c), no layout by use, every library linked dynamically. In a build dir of its own
+# (build-plain/moonadm), since make does not see a flag change in objects it already has.
+PLAIN   ?=
 # pkg-config runs when a compile first needs it (not when make reads this file), so `make deps`,
 # `make demo` and `make test` work on a bare machine before pkg-config and the -dev packages exist.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
@@ -12,14 +17,14 @@ PKG_CFLAGS = $(eval PKG_CFLAGS := $$(shell pkg-config --cflags $(PKGS)))$(PKG_CF
 # the binary (bindings/libm_lazy.c loads it when Lua first needs it). The loader then binds no
 # symbol of theirs at start-up (about 0.5 ms of every command) and no page of theirs is touched unless used.
 # The executable exports the Lua C API alone (bindings/lua_api.dyn) for the Lua modules it dlopens.
-LDLIBS     = $(eval LDLIBS := -Wl,--dynamic-list=bindings/lua_api.dyn -Wl,-Bstatic -lnettle -lgmp \
-  $$(shell pkg-config --libs $(LINK_PKGS)) -Wl,-Bdynamic -pthread -lm -ldl)$(LDLIBS)
+LDLIBS     = $(eval LDLIBS := -Wl,--dynamic-list=bindings/lua_api.dyn$(if $(PLAIN),, -Wl,-Bstatic) -lnettle -lgmp \
+  $$(shell pkg-config --libs $(LINK_PKGS))$(if $(PLAIN),, -Wl,-Bdynamic) -pthread -lm -ldl)$(LDLIBS)
 # A rebuild relinks when Debian updates one of those archives (a libssl-dev security update).
 # (Read with the rules, so before `make deps` on a bare machine: no compiler yet, no archives, no noise.)
 STATIC_ARCHIVES := $(wildcard $(addprefix $(dir $(shell $(CC) -print-file-name=libcrypto.a 2>/dev/null)),\
   libnettle.a libgmp.a libcrypto.a liblua5.4.a libyaml.a))
-ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)
-B       ?= build
+ALL_CFLAGS = $(CFLAGS) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -pthread $(PKG_CFLAGS)$(if $(PLAIN), -DMA_PLAIN)
+B       ?= build$(if $(PLAIN),-plain)
 # Go for `make lab-bins`: the PATH's, else the official tarball's /usr/local/go (as .ci/run does).
 GO_PATH := $(PATH)$(if $(wildcard /usr/local/go/bin/go),$(if $(filter /usr/local/go/bin,$(subst :, ,$(PATH))),,:/usr/local/go/bin))
 HAVE_GO  = $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go))
@@ -44,13 +49,13 @@ endif
 endif
 
 ENGINE_SRC := $(sort $(wildcard engine/*.c))
-BIND_SRC   := $(sort $(wildcard bindings/*.c))
+BIND_SRC   := $(filter-out $(if $(PLAIN),bindings/libm_lazy.c),$(sort $(wildcard bindings/*.c)))
 SCRIPTS    := $(sort $(shell find scripts -name '*.lua'))
 CTESTS     := $(patsubst tests/engine/%.c,$(B)/tests/%,$(sort $(wildcard tests/engine/test_*.c)))
 
 ENGINE_OBJ := $(patsubst %.c,$(B)/%.o,$(ENGINE_SRC))
 BIND_OBJ   := $(patsubst %.c,$(B)/%.o,$(BIND_SRC))
-BIN        ?= bin/moonadm
+BIN        ?= $(if $(PLAIN),$(B)/moonadm,bin/moonadm)
 
 .PHONY: all deps test test-unit test-long test-build demo lab-bins lab-bins-for-test asan valgrind sanitizers test-hooks \
   fuzz fuzz-build bench install deb clean lab-bins-node layout
@@ -76,7 +81,7 @@ $(B)/embed: tools/embed.c $(STATIC_ARCHIVES)
 # The stock scripts, compiled into the binary (module name = path under scripts/, / -> .), the
 # modules a command loads first (tools/layout-modules.txt): their bytecode sits together.
 $(B)/scripts_embed.c: $(B)/embed $(SCRIPTS) tools/layout-modules.txt
-	@$(B)/embed --order tools/layout-modules.txt scripts $(SCRIPTS) > $@.tmp && mv $@.tmp $@
+	@$(B)/embed $(if $(PLAIN),,--order tools/layout-modules.txt )scripts $(SCRIPTS) > $@.tmp && mv $@.tmp $@
 
 # The binary's layout by use (tools/layout.lua; `make layout` writes it anew from a profile): the code
 # and read-only data the commands use first (tools/layout.ld), so a command's resident pages are few.
@@ -84,15 +89,16 @@ $(B)/scripts_embed.c: $(B)/embed $(SCRIPTS) tools/layout-modules.txt
 # Segments aligned to 64 KiB: the kernel then loads the binary at a 64 KiB-aligned address, so the
 # 64 KiB windows it maps around each page fault are the layout's, not shifted by a random 4 KiB
 # (a command's resident size no longer varies by 200 KiB from one run to the next).
-LAYOUT_LDFLAGS = -Wl,-z,pack-relative-relocs -Wl,-z,max-page-size=0x10000 -Wl,-T,tools/layout.ld -Wl,-Map,$(B)/moonadm.map
+# (PLAIN=1: none of these, and libm linked.)
+LAYOUT_LDFLAGS = $(if $(PLAIN),,-Wl,-z,pack-relative-relocs -Wl,-z,max-page-size=0x10000 -Wl,-T,tools/layout.ld -Wl,-Map,$(B)/moonadm.map)
 $(BIN): $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a bindings/lua_api.dyn tools/layout.ld $(STATIC_ARCHIVES)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a $(filter-out -lm,$(LDLIBS)) $(LAYOUT_LDFLAGS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(BIND_OBJ) $(B)/scripts_embed.o $(B)/libmoonadm.a $(filter-out $(if $(PLAIN),,-lm),$(LDLIBS)) $(LAYOUT_LDFLAGS)
 
 # GCC emits a file's variables in reverse unless told not to: the bytecode keeps embed's order
 # (clang has no such flag, and keeps the order).
 $(B)/scripts_embed.o: $(B)/scripts_embed.c
-	$(CC) $(ALL_CFLAGS) $(shell $(CC) -fno-toplevel-reorder -E -x c /dev/null >/dev/null 2>&1 && echo -fno-toplevel-reorder) -Ibindings -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(if $(PLAIN),,$(shell $(CC) -fno-toplevel-reorder -E -x c /dev/null >/dev/null 2>&1 && echo -fno-toplevel-reorder)) -Ibindings -c $< -o $@
 
 # A new layout from a profile of the commands `make bench` times (needs valgrind; perf when here): run it when the
 # code a command runs has changed much; a stale layout costs memory, never correctness.
@@ -115,7 +121,7 @@ test test-long:
 test-unit:
 	@tools/deps.sh install
 	@$(MAKE) --no-print-directory $(BIN) $(CTESTS)
-	@MOONADM_NO_E2E=1 tests/run.sh $(B)
+	@$(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )MOONADM_NO_E2E=1 tests/run.sh $(B)
 
 test-build: $(BIN) $(CTESTS) test-hooks
 
@@ -232,4 +238,4 @@ bench: $(BIN)
 	bench/run.sh
 
 clean:
-	rm -rf build build-asan build-hooks build-fuzz bin
+	rm -rf build build-asan build-hooks build-fuzz build-plain bin

@@ -7,8 +7,9 @@
  * When the state closes at exit, its finalizers run and the process ends: its objects are neither
  * walked nor freed one by one (a tenth of a short command's instructions, for memory the kernel
  * takes back anyway).
- * AddressSanitizer builds use malloc alone and free everything: ASan sees each object and its
- * leak check stays meaningful. */
+ * `make PLAIN=1` (MA_PLAIN) and AddressSanitizer builds have neither: luaL_newstate's state on
+ * malloc alone, closed fully by lua_close, so a bug can be told from these two tricks and ASan sees
+ * each object (its leak check stays meaningful). */
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdlib.h>
@@ -17,18 +18,26 @@
 #include "bindings.h"
 
 #if defined(__SANITIZE_ADDRESS__)
-#define MA_ASAN 1
+#define MA_PLAIN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define MA_ASAN 1
+#define MA_PLAIN 1
 #endif
 #endif
 
-#ifdef MA_ASAN
-#define SMALL_MAX 0
+#ifdef MA_PLAIN
+lua_State *ma_lua_newstate(void)
+{
+	return luaL_newstate();
+}
+
+_Noreturn void ma_lua_exit(lua_State *L, int status)
+{
+	lua_close(L);
+	exit(status);
+}
 #else
 #define SMALL_MAX 256
-#endif
 #define GRAIN 8 /* Lua asks no more alignment of its blocks than 8 (LUAI_MAXALIGN) */
 #define BLOCK_SIZE (64 * 1024)
 
@@ -114,7 +123,6 @@ static void *lua_heap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	return heap_resize(h, ptr, osize, nsize);
 }
 
-#ifndef MA_ASAN
 static int exit_armed, exit_status; /* set by ma_lua_exit (os.exit(code, true) closes as Lua does) */
 
 /* The __gc of the state's first finalizable object, so lua_close calls it after every other
@@ -138,7 +146,6 @@ static int make_sentinel(lua_State *L)
 	lua_setfield(L, LUA_REGISTRYINDEX, "moonadm.end_process");
 	return 0;
 }
-#endif
 
 lua_State *ma_lua_newstate(void)
 {
@@ -153,31 +160,18 @@ lua_State *ma_lua_newstate(void)
 		return NULL;
 	}
 	lua_setallocf(L, lua_heap_alloc, h);
-#ifndef MA_ASAN
 	lua_pushcfunction(L, make_sentinel);
 	if (lua_pcall(L, 0, 0, 0) != LUA_OK) { /* out of memory */
 		lua_close(L);
 		return NULL;
 	}
-#endif
 	return L;
 }
 
 _Noreturn void ma_lua_exit(lua_State *L, int status)
 {
-#ifndef MA_ASAN
 	exit_status = status, exit_armed = 1; /* end_process ends it: the objects are never walked */
 	lua_close(L);
-#else
-	void *ud;
-	lua_getallocf(L, &ud);
-	struct heap *h = ud;
-	lua_close(L);
-	for (void *b = h->blocks, *next; b; b = next) {
-		next = *(void **)b;
-		free(b);
-	}
-	free(h);
-#endif
 	exit(status);
 }
+#endif

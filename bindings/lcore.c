@@ -160,7 +160,11 @@ int luaopen_moonadm_core(lua_State *L)
 	luaL_newlib(L, fns);
 	static const char *const waits[] = {"sleep", NULL}; /* a wait is for someone else to see our files */
 	ma_guard_table(L, -1, waits, NULL);
+#ifdef MA_PLAIN
+	lua_pushstring(L, MA_ENGINE_VERSION "+plain"); /* `make PLAIN=1`: `moonadm version` says so */
+#else
 	lua_pushstring(L, MA_ENGINE_VERSION);
+#endif
 	lua_setfield(L, -2, "engine_version");
 	lua_pushstring(L, LUA_RELEASE);
 	lua_setfield(L, -2, "lua_version");

@@ -1,7 +1,17 @@
 -- The host under the scripts (bindings/): the Lua state's allocator and its end (bindings/lalloc.c),
 -- libm bound on the first math call (bindings/libm_lazy.c) and luaL_newstate's warning function. Each runs in a
--- fresh bin/moonadm, as a user's `moonadm lua` script would.
+-- fresh bin/moonadm, as a user's `moonadm lua` script would. A `make PLAIN=1` binary has none of these
+-- tricks (its engine version ends in +plain): the same behaviour is asked of it.
 local h = require "helpers"
+local plain = require("moonadm.core").engine_version:match("%+plain$") ~= nil
+
+local function dynamic_section()
+  local p = io.popen("readelf -d " .. h.q(h.bin) .. " 2>/dev/null")
+  local dynamic = p:read("a")
+  p:close()
+  assert.matches("libc%.so", dynamic) -- the listing worked
+  return dynamic
+end
 
 describe("the host", function()
   local dir
@@ -45,17 +55,20 @@ print("ok", n)
     assert.matches("^ok%s+%d+", out)
   end)
 
-  it("computes with libm's math functions without linking libm", function()
+  it("computes with libm's math functions" .. (plain and "" or " without linking libm"), function()
     local code, out, err = run [[
 print(("%.12f %.12f %.12f %.12f %.12f"):format(math.sin(1), math.log(10), 7.5 % 2, 2 ^ 0.5, math.atan(1, 2)))
 ]]
     assert.equal(0, code, err)
     assert.equal("0.841470984808 2.302585092994 1.500000000000 1.414213562373 0.463647609001\n", out)
-    local p = io.popen("readelf -d " .. h.bin .. " 2>/dev/null")
-    local dynamic = p:read("a")
-    p:close()
-    assert.matches("libc%.so", dynamic) -- the listing worked
-    assert.is_nil(dynamic:match("libm%.so"), "bin/moonadm needs libm again")
+    if not plain then assert.is_nil(dynamic_section():match("libm%.so"), "bin/moonadm needs libm again") end
+  end)
+
+  it("links " .. (plain and "every library dynamically (make PLAIN=1)" or "only libc dynamically"), function()
+    local dynamic = dynamic_section()
+    for _, lib in ipairs { "libcrypto%.so", "liblua5%.4%.so", "libyaml", "libgmp", "libnettle" } do
+      assert.equal(plain, dynamic:match(lib) ~= nil, lib .. " in " .. dynamic)
+    end
   end)
 
   -- bindings/lalloc.c ends the process from the state's first finalizer, so the objects are not
