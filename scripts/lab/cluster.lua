@@ -147,7 +147,7 @@ function M.exec_on(st, node, argv, opts)
       (os.getenv("PATH") or "/usr/sbin:/usr/bin:/sbin:/bin") }, "systemd") }
   else
     pid, err = proc.spawn { argv = argv, netns = net.netns_path(node.name, st.name), mounts = node_mounts(node.root),
-      env = node_env { path_env }, cwd = os.getenv("PWD"), log = opts.log }
+      env = node_env { path_env, "MOONADM_LAB_BIN=" .. bin }, cwd = os.getenv("PWD"), log = opts.log }
   end
   if not pid then error(err, 0) end
   local _, code = proc.wait(pid)

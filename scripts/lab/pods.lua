@@ -2,7 +2,7 @@
 -- command + args with the binary of the image's release from the lab bin dir, its env, and a private mount
 -- namespace where each hostPath volume is bind-mounted from the node's root at its mountPath.
 local fs = require "moonadm.fs"
-local releases = require "config.releases"
+local runtime_lab = require "runtime.lab"
 
 local M = {}
 
@@ -24,37 +24,10 @@ local function host_exists(path)
   return false
 end
 
--- image "registry.k8s.io/kube-apiserver:v1.35.4" -> "kube-apiserver"
-function M.image_binary(image)
-  local last = (image or ""):match("([^/]+)$") or ""
-  return (last:gsub("[:@].*$", ""))
-end
-
--- image "registry.k8s.io/kube-apiserver:v1.36.3" -> "kube-apiserver:v1.36.3" (nil without a tag)
-local function image_key(image)
-  local last = (image or ""):match("([^/]+)$") or ""
-  last = last:gsub("@.*$", "")
-  if last:find(":", 1, true) then return last end
-end
-
--- The binary of the release an image names: bin_dir/images/<name>:<tag>, which lab/build-bins.sh
--- links for every release it built (so a manifest rewritten from :v1.35.4 to :v1.36.3 runs the new
--- release). nil when the lab has no images/ folder (an older .lab/bin: the command's name is used);
--- nil, message when it has one but not this tag, as a pull of an image nobody built would fail.
-function M.image_path(bin_dir, image)
-  local dir = bin_dir .. "/images"
-  if not host_exists(dir) then return nil end
-  local key = image_key(image)
-  if not key then return nil end
-  local path = dir .. "/" .. key
-  if host_exists(path) then return path end
-  -- the default release is also at the top of bin_dir (an images/ folder made by building another
-  -- release alone may not have it)
-  local tag = key:match(":(.*)$")
-  if tag == releases.DEFAULT or tag == releases.etcd_tag(releases.DEFAULT) then return nil end
-  return nil, ("the lab has no binary for image %s (%s is missing): build its release with "
-    .. "`LAB_RELEASES=<release> make lab-bins`"):format(image, path)
-end
+-- Where the stand-in finds an image's binary is the lab runtime's knowledge (runtime/lab.lua), which
+-- the upgrade's image check asks too.
+M.image_binary = runtime_lab.image_binary
+M.image_path = runtime_lab.image_path
 
 -- argv for one container: command[1] (or the image's name) resolved in bin_dir, from the image's
 -- release when the lab has it by tag.

@@ -68,6 +68,23 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     return keys
   end
 
+  -- upgrade apply TO with `component` given a flag it refuses (a patch) → code, output
+  local function broken_upgrade(component, health_timeout)
+    local root = st.nodes[1].root
+    local dir = "/etc/kubernetes/tmp/broken-" .. component
+    h.write(root .. dir .. "/" .. component .. "+json.json",
+      '[{"op": "add", "path": "/spec/containers/0/command/-", "value": "--no-such-flag=1"}]')
+    h.write(root .. dir .. ".yaml", table.concat({
+      "apiVersion: kubeadm.k8s.io/v1beta4", "kind: UpgradeConfiguration", "apply:", "  kubernetesVersion: " .. TO,
+      "  patches:", "    directory: " .. dir,
+      "timeouts:", "  upgradeManifests: 60s", "  controlPlaneComponentHealthCheck: " .. health_timeout, "" }, "\n"))
+    local t0 = os.time()
+    local code, out = on("cp1", { "moonadm", "upgrade", "apply", "--config", dir .. ".yaml", "--yes" })
+    io.stderr:write(("\n[figure] upgrade apply %s -> %s with a broken %s: failed and rolled back in %ds\n")
+      :format(FROM, TO, component, os.time() - t0))
+    return code, out
+  end
+
   it("a " .. TO .. " etcd that cannot start is rolled back with every key of etcd kept (data dir a mount point)", function()
     fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM })
     local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-etcd-rollback", "--from-literal=k=v" })
@@ -80,16 +97,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.is_true(before["/registry/configmaps/default/before-etcd-rollback"])
     local manifest = root .. "/etc/kubernetes/manifests/etcd.yaml"
     local old_manifest = h.read(manifest)
-    h.write(root .. "/etc/kubernetes/tmp/broken-etcd/etcd+json.json",
-      '[{"op": "add", "path": "/spec/containers/0/command/-", "value": "--no-such-flag=1"}]')
-    h.write(root .. "/etc/kubernetes/tmp/upgrade-broken-etcd.yaml", table.concat({
-      "apiVersion: kubeadm.k8s.io/v1beta4", "kind: UpgradeConfiguration", "apply:", "  kubernetesVersion: " .. TO,
-      "  patches:", "    directory: /etc/kubernetes/tmp/broken-etcd",
-      "timeouts:", "  upgradeManifests: 60s", "  controlPlaneComponentHealthCheck: 20s", "" }, "\n"))
-    local t0 = os.time()
-    code, out = on("cp1", { "moonadm", "upgrade", "apply", "--config", "/etc/kubernetes/tmp/upgrade-broken-etcd.yaml", "--yes" })
-    io.stderr:write(("\n[figure] upgrade apply %s -> %s with a broken etcd: failed and rolled back in %ds\n")
-      :format(FROM, TO, os.time() - t0))
+    code, out = broken_upgrade("etcd", "20s")
     assert.are_not.equal(0, code)
     assert.matches("the upgrade of etcd failed", out)
     assert.matches("Restoring the etcd data dir /var/lib/etcd from /etc/kubernetes/tmp/kubeadm%-backup%-etcd%-", out)
@@ -119,16 +127,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     local root = st.nodes[1].root
     local manifest = root .. "/etc/kubernetes/manifests/kube-apiserver.yaml"
     local before = h.read(manifest)
-    h.write(root .. "/etc/kubernetes/tmp/broken-patches/kube-apiserver+json.json",
-      '[{"op": "add", "path": "/spec/containers/0/command/-", "value": "--no-such-flag=1"}]')
-    h.write(root .. "/etc/kubernetes/tmp/upgrade-broken.yaml", table.concat({
-      "apiVersion: kubeadm.k8s.io/v1beta4", "kind: UpgradeConfiguration", "apply:", "  kubernetesVersion: " .. TO,
-      "  patches:", "    directory: /etc/kubernetes/tmp/broken-patches",
-      "timeouts:", "  upgradeManifests: 60s", "  controlPlaneComponentHealthCheck: 25s", "" }, "\n"))
-    local t0 = os.time()
-    local code, out = on("cp1", { "moonadm", "upgrade", "apply", "--config", "/etc/kubernetes/tmp/upgrade-broken.yaml", "--yes" })
-    io.stderr:write(("\n[figure] upgrade apply %s -> %s with a broken kube-apiserver: failed and rolled back in %ds\n")
-      :format(FROM, TO, os.time() - t0))
+    local code, out = broken_upgrade("kube-apiserver", "25s")
     assert.are_not.equal(0, code)
     assert.matches("the upgrade of kube%-apiserver failed", out)
     assert.matches("previous manifests were restored from /etc/kubernetes/tmp/kubeadm%-backup%-manifests%-", out)
