@@ -10,12 +10,13 @@
 local crash = require "crash_common"
 local h = require "helpers"
 
-local LAB, SUBNET = "e2erk", "10.252.31"
+-- (MOONADM_REAL_CRASH_LAB=NAME,SUBNET runs it on another lab, beside a make test using e2erk)
+local LAB, SUBNET = (os.getenv("MOONADM_REAL_CRASH_LAB") or "e2erk,10.252.31"):match("^([%w-]+),([%d.]+)$")
 local SEED, FROM = crash.seed()
 local LONG = os.getenv("MOONADM_LONG") == "1"
 
 local function sample(flow, ctx, n, seed)
-  local pts, named = crash.points(ctx.counts, LONG and nil or n, seed, flow)
+  local pts, named = crash.points(ctx.counts, not LONG and n or nil, seed, flow) -- every point under LONG
   if named then return pts end
   local seen, out = {}, {}
   for _, p in ipairs(crash.regression_points(flow, ctx.lines)) do seen[p[1] .. p[2]] = true; out[#out + 1] = p end

@@ -6,6 +6,7 @@ local M = {}
 
 M.top = os.getenv("PWD")
 M.bin = os.getenv("MOONADM_BIN") or (M.top .. "/bin/moonadm")
+if not M.bin:match("^/") then M.bin = M.top .. "/" .. M.bin end -- (make asan: build-asan/moonadm; a spec may cd)
 
 local function sh_quote(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
