@@ -2,7 +2,8 @@
 -- prime search behind pki.generate_key): `moonadm lua bench/keygen_limit.lua ALG N THREADS`
 -- generates N keys, on one thread (THREADS=1: one key at a time) or spread over THREADS (0 = every
 -- core, as `certs all` does), and prints "seconds cpu_seconds" for the batch. No files, no Lua
--- flow: the floor under any phase that makes these keys.
+-- flow: the floor under any phase that makes these keys. RSA keys come from the generator in force
+-- (MOONADM_RSA_GENERATOR=openssl: OpenSSL's; SECURITY.md, "Key generation").
 local core = require "moonadm.core"
 local pki = require "moonadm.pki"
 

@@ -245,6 +245,21 @@ static int l_generate_key(lua_State *L)
 	return 1;
 }
 
+/* rsa_generator([name [, source]]) -> name, why | nil, message: the generator of RSA keys
+ * ("moonadm" or "openssl") and why it is the one; with name, chooses it first (source: how the user
+ * gave it, e.g. "--rsa-generator"). SECURITY.md, "Key generation". */
+static int l_rsa_generator(lua_State *L)
+{
+	const char *name = luaL_optstring(L, 1, NULL), *source = luaL_optstring(L, 2, "the RSA generator");
+	const char *why = NULL;
+	ma_err e;
+	if (name && ma_pki_rsa_generator_set(name, source, &e)) return ma_push_err(L, &e);
+	if (!(name = ma_pki_rsa_generator(&why, &e))) return ma_push_err(L, &e);
+	lua_pushstring(L, name);
+	lua_pushstring(L, why);
+	return 2;
+}
+
 /* generate_keys(algs [, nthreads]): independent keys on all cores (an RSA key's two primes on two). */
 static int l_generate_keys(lua_State *L)
 {
@@ -660,8 +675,9 @@ static const luaL_Reg cert_meta[] = {
 	{"__gc", cert_close}, {"__close", cert_close}, {"__tostring", cert_tostring}, {"__index", NULL}, {NULL, NULL}};
 
 static const luaL_Reg fns[] = {
-	{"generate_key", l_generate_key}, {"generate_keys", l_generate_keys}, {"read_key", l_read_key},
-	{"read_public_key", l_read_public_key}, {"read_cert", l_read_cert}, {"read_certs", l_read_certs},
+	{"generate_key", l_generate_key}, {"generate_keys", l_generate_keys}, {"rsa_generator", l_rsa_generator},
+	{"read_key", l_read_key}, {"read_public_key", l_read_public_key}, {"read_cert", l_read_cert},
+	{"read_certs", l_read_certs},
 	{"create_ca", l_create_ca}, {"sign_cert", l_sign_cert}, {"create_csr", l_create_csr},
 	{"parse_csr", l_parse_csr}, {"jws_sign", l_jws_sign}, {"jws_verify", l_jws_verify}, {"seal", l_seal},
 	{"open", l_open}, {"random_bytes", l_random_bytes}, {"random_hex", l_random_hex}, {"token_id", l_token_id},

@@ -27,6 +27,17 @@ ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e);
  * no key is returned (out[] is all NULL). */
 int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[], int nthreads, ma_err *e);
 void ma_pki_key_free(ma_pki_key *k); /* OpenSSL clears private key material */
+/* Which generator makes RSA keys (SECURITY.md, "Key generation"): "moonadm" (engine/pki_rsa.c, to
+ * FIPS 186-5's rules) or "openssl" (OpenSSL's own). ma_pki_rsa_generator_set(name, source, e) chooses
+ * it for every key made after it; source says how the user gave it, for messages (a flag such as
+ * "--rsa-generator", or a variable's name); name NULL: the environment's MOONADM_RSA_GENERATOR (unset
+ * or empty: moonadm). In FIPS mode (the kernel's /proc/sys/crypto/fips_enabled, or OpenSSL's default
+ * properties) it is openssl, and asking for moonadm is an error. Returns 0, or -1 (e says why). Until
+ * one is set, the environment's holds. */
+int ma_pki_rsa_generator_set(const char *name, const char *source, ma_err *e);
+/* The generator in force, "moonadm" or "openssl", and *why (a phrase: "the default",
+ * "MOONADM_RSA_GENERATOR=openssl", "FIPS mode: ..."); NULL (e set) when the setting is wrong. */
+const char *ma_pki_rsa_generator(const char **why, ma_err *e);
 
 /* The first private key block (PKCS#1, SEC1 or PKCS#8) of a PEM text; other
  * blocks are skipped as client-go's keyutil does. Only RSA and ECDSA. */

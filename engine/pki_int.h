@@ -22,11 +22,18 @@ int ma_pki_pem_next(const char *s, size_t len, size_t *pos, ma_pem_block *b, ma_
 /* Copies a memory BIO's contents into a NUL-terminated malloc'ed buffer. */
 char *ma_pki_bio_take(BIO *b, size_t *len, ma_err *e);
 
-/* A new RSA key of exactly `bits` bits, e = 65537 (engine/pki_rsa.c: its own prime search on GMP and
- * OpenSSL). */
+/* A new RSA key of exactly `bits` bits (2048 to 16384), e = 65537, from the generator in force
+ * (ma_pki_rsa_generator): engine/pki_rsa.c's own to FIPS 186-5's rules, or OpenSSL's. */
 EVP_PKEY *ma_pki_rsa_generate(unsigned bits, ma_err *e);
-/* The same key in three steps, so its two primes can be searched on two threads at once:
- * job_prime(j, 0) and job_prime(j, 1) may run concurrently; job_finish after both. */
+/* 1 when RSA keys come from the engine's own generator (the jobs below), 0 from OpenSSL's (only
+ * ma_pki_rsa_generate then), -1 (e set) when the setting is wrong. */
+int ma_pki_rsa_own_generator(ma_err *e);
+/* The checks every RSA key made here passes before anyone sees it, whichever generator made it:
+ * 2^(nlen/2) < d < LCM(p - 1, q - 1) (FIPS 186-5 5.1) and the pair-wise consistency test (SP 800-56B
+ * 6.3.1.3 step 6) on the CRT values, checked against d. 0, or -1 with e saying what is wrong. */
+int ma_pki_rsa_check(const EVP_PKEY *k, ma_err *e);
+/* A key from the engine's generator in three steps, so its two primes can be searched on two threads
+ * at once: job_prime(j, 0) and job_prime(j, 1) may run concurrently; job_finish after both. */
 typedef struct ma_pki_rsa_job ma_pki_rsa_job;
 ma_pki_rsa_job *ma_pki_rsa_job_new(unsigned bits, ma_err *e);
 void ma_pki_rsa_job_prime(ma_pki_rsa_job *j, int which);

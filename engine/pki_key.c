@@ -113,7 +113,7 @@ ma_pki_key *ma_pki_genkey(const char *alg, ma_err *e)
 
 /* A batch is a list of tasks taken by the threads as they finish the last: an EC key is one task,
  * an RSA key two (its primes, see ma_pki_rsa_job), and the thread that finds a key's second prime
- * makes the key. */
+ * makes the key; an RSA key from OpenSSL's generator is one task. */
 struct gentask {
 	size_t key;
 	int part; /* -1: the whole key; 0, 1: the RSA key's p, q */
@@ -169,6 +169,12 @@ int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[
 			return -1;
 		}
 	}
+	int own = 0; /* RSA keys from the engine's generator (two tasks each) or OpenSSL's (one) */
+	for (size_t i = 0; i < n; i++)
+		if (rsa_bits(algs[i])) {
+			if ((own = ma_pki_rsa_own_generator(e)) < 0) return -1;
+			break;
+		}
 	struct genjob j = {.algs = algs, .out = out};
 	j.rsa = calloc(n ? n : 1, sizeof *j.rsa);
 	j.primes = calloc(n ? n : 1, sizeof *j.primes);
@@ -181,7 +187,7 @@ int ma_pki_genkeys_parallel(const char *const algs[], size_t n, ma_pki_key *out[
 	for (size_t i = 0; i < n; i++) {
 		unsigned bits = rsa_bits(algs[i]);
 		atomic_init(&j.primes[i], 0);
-		if (!bits) {
+		if (!bits || !own) {
 			j.tasks[j.ntasks++] = (struct gentask){i, -1};
 			continue;
 		}

@@ -16,6 +16,8 @@ static long crash_n = -1;
 static char log_path[4096];
 static long counts[3]; /* write, api, etcd */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char rsa_fault[8];
+static int fips;
 
 __attribute__((constructor)) static void hooks_init(void)
 {
@@ -33,6 +35,26 @@ __attribute__((constructor)) static void hooks_init(void)
 		snprintf(log_path, sizeof log_path, "%s", l);
 		unsetenv("MOONADM_HOOK_LOG");
 	}
+	const char *f = getenv("MOONADM_RSA_FAULT");
+	if (f && *f) {
+		snprintf(rsa_fault, sizeof rsa_fault, "%s", f);
+		unsetenv("MOONADM_RSA_FAULT");
+	}
+	const char *x = getenv("MOONADM_HOOK_FIPS");
+	if (x && *x) {
+		fips = !strcmp(x, "1");
+		unsetenv("MOONADM_HOOK_FIPS");
+	}
+}
+
+const char *ma_hook_rsa_fault(void)
+{
+	return rsa_fault[0] ? rsa_fault : NULL;
+}
+
+int ma_hook_fips(void)
+{
+	return fips;
 }
 
 /* One line "KIND N WHAT", appended with one write(2) so concurrent writers do not interleave. */

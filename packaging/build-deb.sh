@@ -3,7 +3,8 @@
 #   packaging/build-deb.sh BIN OUTDIR
 # Depends: the shared libraries the binary links (dpkg-shlibdeps: package names with the minimum
 # versions their symbols need) and the package of each Lua C module the scripts require at run time
-# (cjson: everywhere; luv: the lab only, so Recommends). The version is the binary's own.
+# (cjson: everywhere; luv: the lab only, so Recommends). Built-Using: the Debian source packages of the
+# libraries linked in statically (OpenSSL, GMP, nettle, Lua, libyaml). The version is the binary's own.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
@@ -58,11 +59,27 @@ lua_pkg() { # module -> the package owning the .so the binary's Lua would load
 depends="$depends, $(lua_pkg cjson)"
 recommends=$(lua_pkg luv)
 
+# Built-Using (Debian policy 7.8): the source package and exact version of each library linked in
+# statically (Makefile LDLIBS), so that a security update of one shows which packages to rebuild. A
+# library the binary loads dynamically instead (NEEDED: a build that links it so) is in Depends.
+needed=$(readelf -d "$stage/usr/bin/moonadm" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p') ||
+  die "readelf -d failed on the binary"
+built_using=
+for lib in libssl-dev:libcrypto.so libgmp-dev:libgmp.so nettle-dev:libnettle.so liblua5.4-dev:liblua5.4.so \
+           libyaml-dev:libyaml-0.so; do
+  dev=${lib%%:*} so=${lib#*:}
+  grep -q "^$so" <<<"$needed" && continue
+  src=$(dpkg-query -W -f='${source:Package} (= ${source:Version})' "$dev" 2>/dev/null) && [ -n "$src" ] ||
+    die "dpkg-query knows no $dev, whose library the binary holds (Built-Using): run make deps"
+  built_using="${built_using:+$built_using, }$src"
+done
+
 mkdir -p "$stage/DEBIAN"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 maintainer=${DEB_MAINTAINER:-moonadm maintainers <moonadm@localhost>}
 sed -e "s/@VERSION@/$version/" -e "s|@MAINTAINER@|$maintainer|" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \
-    -e "s/@DEPENDS@/$depends/" -e "s/@RECOMMENDS@/$recommends/" "$here/control.in" > "$stage/DEBIAN/control"
+    -e "s/@DEPENDS@/$depends/" -e "s/@RECOMMENDS@/$recommends/" -e "s/@BUILT_USING@/$built_using/" \
+    -e '/^Built-Using: $/d' "$here/control.in" > "$stage/DEBIAN/control"
 # md5sums, as dpkg --verify reads them
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
 chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
@@ -74,3 +91,4 @@ mv "$deb.part" "$deb"
 echo "deb: $deb ($(du -k "$deb" | cut -f1) KiB)"
 echo "deb: Depends: $depends"
 echo "deb: Recommends: $recommends"
+echo "deb: Built-Using: ${built_using:-(nothing linked statically)}"

@@ -3,6 +3,7 @@ local lazy = require "framework.lazy"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local trust = lazy.require "framework.site.trust"
+local pki = lazy.require "moonadm.pki" -- only with --rsa-generator: opening it sets up OpenSSL
 local C = require "config.constants"
 
 local M = {}
@@ -17,6 +18,7 @@ M.global = {
   { name = "scripts", type = "string", help = "Directory of Lua scripts that win over the embedded ones, file by file" },
   { name = "insecure-scripts", type = "bool", help = "Load a --scripts dir even if others could have changed it (development only)" },
   { name = "insecure-root", type = "bool", help = "Trust the node's files (PKI, journal, manifests) even if others could have changed or read them (tests, staging only)" },
+  { name = "rsa-generator", type = "string", help = "Which generator makes RSA keys: moonadm (its own, to FIPS 186-5's rules) or openssl (OpenSSL's own, slower; chosen by itself in FIPS mode) (default: $MOONADM_RSA_GENERATOR or moonadm)" },
   { name = "output-events", type = "string", hidden = true, help = "json: machine-readable event stream" },
   { name = "help", short = "h", type = "bool", hidden = true, help = "Help for this command" },
 }
@@ -50,6 +52,11 @@ function M.setup(flags)
     root = pwd .. "/" .. root
   end
   fs.set_root(root)
+  local gen = flags["rsa-generator"]
+  if gen and gen ~= "" then
+    local ok, err = pki.rsa_generator(gen, "--rsa-generator")
+    if not ok then error(err, 0) end
+  end
   return root
 end
 

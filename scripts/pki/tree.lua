@@ -26,6 +26,16 @@ function M.start_time(ctx)
   return ctx.data.pki_start
 end
 
+-- At -v 1, once a run: which generator makes its RSA keys, and why (SECURITY.md, "Key generation").
+-- A wrong MOONADM_RSA_GENERATOR is said here and is the error of the first key made.
+local rsa_named = false
+local function name_rsa_generator()
+  if rsa_named then return end
+  rsa_named = true
+  local name, why = pki.rsa_generator()
+  log.v(1, "[certs] RSA keys: %s", name and ("the %s generator (%s)"):format(name, why) or why)
+end
+
 -- The environment of a run context. opts.cert_dir overrides certificatesDir.
 function M.env(ctx, opts)
   opts = opts or {}
@@ -49,6 +59,7 @@ function M.env(ctx, opts)
     error(("unsupported encryptionAlgorithm %q: use one of %s"):format(tostring(alg),
       table.concat(pki.algorithms, ", ")), 0)
   end
+  if alg:match("^RSA") then name_rsa_generator() end
   return setmetatable(E, { __index = function(t, k)
     if k == "advertise_address" then
       local a = nodeview.advertise_address(ctx)

@@ -14,10 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gmp.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
+#include <openssl/param_build.h>
 #include <openssl/rand.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -224,8 +226,252 @@ static void test_rsa_keys_checked(void)
 	}
 	BN_free(on), BN_clear_free(op), BN_clear_free(oq);
 	EVP_PKEY_free(odd);
-	/* a size outside 1024-16384 bits is refused with a message, not an abort */
+	/* a size outside 2048-16384 bits (FIPS 186-5's floor) is refused with a message, not an abort */
 	CHECK(!ma_pki_rsa_job_new(512, &e) && strstr(e.msg, "512 bits"), "%s", e.msg);
+	CHECK(!ma_pki_rsa_job_new(1024, &e) && strstr(e.msg, "1024 bits") && strstr(e.msg, "2048"), "%s", e.msg);
+	CHECK(!ma_pki_rsa_generate(2047, &e) && strstr(e.msg, "2047 bits"), "%s", e.msg);
+}
+
+/* A key's parts {n, e, d, p, q, dP, dQ, qInv}, and an RSA key made of such parts as OpenSSL takes them
+ * (no check). */
+static const char *const rsa_part_names[8] = {
+	OSSL_PKEY_PARAM_RSA_N,         OSSL_PKEY_PARAM_RSA_E,         OSSL_PKEY_PARAM_RSA_D,
+	OSSL_PKEY_PARAM_RSA_FACTOR1,   OSSL_PKEY_PARAM_RSA_FACTOR2,   OSSL_PKEY_PARAM_RSA_EXPONENT1,
+	OSSL_PKEY_PARAM_RSA_EXPONENT2, OSSL_PKEY_PARAM_RSA_COEFFICIENT1};
+
+static int rsa_parts(const EVP_PKEY *k, BIGNUM *part[8])
+{
+	int ok = 1;
+	for (int i = 0; i < 8; i++) part[i] = NULL, ok &= EVP_PKEY_get_bn_param(k, rsa_part_names[i], &part[i]) == 1;
+	return ok;
+}
+
+static void rsa_parts_free(BIGNUM *part[8])
+{
+	for (int i = 0; i < 8; i++) BN_clear_free(part[i]), part[i] = NULL;
+}
+
+static EVP_PKEY *rsa_of(BIGNUM *const part[8])
+{
+	OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+	OSSL_PARAM *params = NULL;
+	EVP_PKEY_CTX *c = NULL;
+	EVP_PKEY *k = NULL;
+	int ok = bld != NULL;
+	for (int i = 0; ok && i < 8; i++) ok = OSSL_PARAM_BLD_push_BN(bld, rsa_part_names[i], part[i]);
+	if (ok && (params = OSSL_PARAM_BLD_to_param(bld)) && (c = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL)) &&
+	    EVP_PKEY_fromdata_init(c) > 0 && EVP_PKEY_fromdata(c, &k, EVP_PKEY_KEYPAIR, params) <= 0)
+		k = NULL;
+	EVP_PKEY_CTX_free(c);
+	OSSL_PARAM_free(params);
+	OSSL_PARAM_BLD_free(bld);
+	return k;
+}
+
+/* lcm = LCM(p - 1, q - 1) */
+static int lcm_of(BIGNUM *lcm, const BIGNUM *p, const BIGNUM *q, BN_CTX *bc)
+{
+	BIGNUM *p1 = BN_new(), *q1 = BN_new(), *g = BN_new(), *prod = BN_new();
+	int ok = prod && BN_sub(p1, p, BN_value_one()) && BN_sub(q1, q, BN_value_one()) && BN_mul(prod, p1, q1, bc) &&
+		 BN_gcd(g, p1, q1, bc) && BN_div(lcm, NULL, prod, g, bc);
+	BN_free(p1), BN_free(q1), BN_free(g), BN_free(prod);
+	return ok;
+}
+
+/* ma_pki_rsa_check, which every RSA key made here passes before anyone sees it (engine/pki_rsa.c):
+ * it refuses a key whose d is not below LCM(p - 1, q - 1), as the old generator's d = e^-1 mod
+ * (p - 1)(q - 1) was in 69 % of keys (here d + LCM: the same arithmetic, which OpenSSL's default
+ * provider accepts and FIPS 186-5 5.1 does not), a d not above 2^(nlen/2), and, by its pair-wise
+ * consistency test, a key with any of n, d, dP, dQ, qInv corrupted. */
+static void test_rsa_check_refuses(void)
+{
+	ma_err e = {0};
+	EVP_PKEY *k = ma_pki_rsa_generate(2048, &e);
+	CHECK(k, "%s", e.msg);
+	if (!k) return;
+	CHECK(ma_pki_rsa_check(k, &e) == 0, "a fresh key refused: %s", e.msg);
+	BIGNUM *part[8], *was = BN_new(), *lcm = BN_new();
+	BN_CTX *bc = BN_CTX_new();
+	CHECK(rsa_parts(k, part) && was && lcm && bc && lcm_of(lcm, part[3], part[4], bc), "parts");
+	static const struct { int part; const char *change, *want; } cases[] = {
+		{2, "d + lcm", "d is not below LCM(p - 1, q - 1) (FIPS 186-5, 5.1)"},
+		{2, "3", "d is not above 2^(nlen/2) (FIPS 186-5, 5.1)"},
+		{2, "bit 1", "pair-wise consistency test"},
+		{0, "bit 1", "pair-wise consistency test"},
+		{5, "bit 0", "pair-wise consistency test"},
+		{6, "bit 0", "pair-wise consistency test"},
+		{7, "bit 0", "pair-wise consistency test"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases && part[7]; i++) {
+		BIGNUM *v = part[cases[i].part];
+		BN_copy(was, v);
+		if (!strcmp(cases[i].change, "d + lcm")) BN_add(v, v, lcm);
+		else if (!strcmp(cases[i].change, "3")) BN_set_word(v, 3);
+		else {
+			int bit = cases[i].change[4] - '0';
+			if (BN_is_bit_set(v, bit)) BN_clear_bit(v, bit);
+			else BN_set_bit(v, bit);
+		}
+		EVP_PKEY *bad = rsa_of(part);
+		CHECK(bad, "case %zu: no key", i);
+		if (bad && i == 0) {
+			EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, bad, NULL);
+			CHECK(c && EVP_PKEY_check(c) == 1, "d + LCM: the default provider's check refuses it too");
+			EVP_PKEY_CTX_free(c);
+		}
+		e.msg[0] = 0;
+		CHECK(bad && ma_pki_rsa_check(bad, &e) == -1 && strstr(e.msg, "an RSA-2048 key made here is refused: ") &&
+			      strstr(e.msg, cases[i].want),
+		      "part %d, %s: %s", cases[i].part, cases[i].change, e.msg);
+		EVP_PKEY_free(bad);
+		BN_copy(v, was);
+	}
+	EVP_PKEY *same = rsa_of(part);
+	CHECK(same && ma_pki_rsa_check(same, &e) == 0, "the parts put back refused: %s", e.msg);
+	EVP_PKEY_free(same);
+	rsa_parts_free(part);
+	BN_clear_free(was), BN_free(lcm), BN_CTX_free(bc);
+	EVP_PKEY_free(k);
+}
+
+/* Bernstein's batch GCD: how many of n[0..count) share a factor with another (a product tree, then
+ * each gcd(n_i, (P mod n_i^2) / n_i) down a remainder tree, P the product of all). */
+static int shared_factors(mpz_t *n, int count)
+{
+	int depth = 0;
+	for (int m = count; m > 1; m = (m + 1) / 2) depth++;
+	mpz_t *lv[32], *rem[32];
+	int len[32];
+	len[0] = count;
+	for (int d = 1; d <= depth; d++) len[d] = (len[d - 1] + 1) / 2;
+	for (int d = 0; d <= depth; d++) {
+		lv[d] = malloc(len[d] * sizeof(mpz_t));
+		rem[d] = malloc(len[d] * sizeof(mpz_t));
+		for (int i = 0; i < len[d]; i++) {
+			mpz_inits(lv[d][i], rem[d][i], NULL);
+			if (!d) mpz_set(lv[0][i], n[i]);
+			else if (2 * i + 1 < len[d - 1]) mpz_mul(lv[d][i], lv[d - 1][2 * i], lv[d - 1][2 * i + 1]);
+			else mpz_set(lv[d][i], lv[d - 1][2 * i]);
+		}
+	}
+	mpz_set(rem[depth][0], lv[depth][0]);
+	mpz_t sq, g;
+	mpz_inits(sq, g, NULL);
+	for (int d = depth - 1; d >= 0; d--)
+		for (int i = 0; i < len[d]; i++) {
+			mpz_mul(sq, lv[d][i], lv[d][i]);
+			mpz_mod(rem[d][i], rem[d + 1][i / 2], sq);
+		}
+	int shared = 0;
+	for (int i = 0; i < count; i++) {
+		mpz_divexact(g, rem[0][i], n[i]);
+		mpz_gcd(g, g, n[i]);
+		shared += mpz_cmp_ui(g, 1) != 0;
+	}
+	mpz_clears(sq, g, NULL);
+	for (int d = 0; d <= depth; d++) {
+		for (int i = 0; i < len[d]; i++) mpz_clears(lv[d][i], rem[d][i], NULL);
+		free(lv[d]), free(rem[d]);
+	}
+	return shared;
+}
+
+/* Keys from the engine's generator hold FIPS 186-5's rules: LCM(p - 1, q - 1) > d > 2^(nlen/2) (5.1);
+ * p, q > sqrt(2) 2^(nlen/2 - 1) and |p - q| > 2^(nlen/2 - 100) (A.1.3); and no two of the moduli share
+ * a factor. 50 RSA-2048 keys, 2,000 under make test-long (MOONADM_LONG=1). */
+static void test_rsa_keys_fips(void)
+{
+	int n = getenv("MOONADM_LONG") ? 2000 : slow() ? 4 : 50;
+	const char **algs = calloc((size_t)n, sizeof *algs);
+	ma_pki_key **k = calloc((size_t)n, sizeof *k);
+	mpz_t *mod = calloc((size_t)n, sizeof *mod);
+	ma_err e = {0};
+	CHECK(algs && k && mod, "out of memory");
+	if (!algs || !k || !mod) return;
+	for (int i = 0; i < n; i++) algs[i] = "RSA-2048";
+	double t0 = now_ms();
+	int made = ma_pki_genkeys_parallel(algs, (size_t)n, k, 0, &e) == 0;
+	CHECK(made, "%s", e.msg);
+	printf("# %d RSA-2048 keys in %.0f ms\n", n, now_ms() - t0);
+	int bad_d = 0, bad_bound = 0, bad_gap = 0, got = 0;
+	BN_CTX *bc = BN_CTX_new();
+	BIGNUM *lcm = BN_new(), *t = BN_new(), *gap = BN_new();
+	CHECK(bc && lcm && t && gap && BN_set_bit(gap, 1024 - 100), "bignums");
+	for (int i = 0; made && i < n; i++) {
+		BIGNUM *part[8];
+		if (!rsa_parts(k[i], part) || !lcm_of(lcm, part[3], part[4], bc)) {
+			rsa_parts_free(part);
+			continue;
+		}
+		got++;
+		bad_d += BN_cmp(part[2], lcm) >= 0 || BN_num_bits(part[2]) <= 1024;
+		/* p > sqrt(2) 2^1023 <=> p^2 > 2^2047, and p^2 (odd) is never 2^2047 */
+		bad_bound += !BN_sqr(t, part[3], bc) || BN_num_bits(t) < 2048 || !BN_sqr(t, part[4], bc) || BN_num_bits(t) < 2048;
+		bad_gap += !BN_sub(t, part[3], part[4]) || BN_ucmp(t, gap) <= 0;
+		unsigned char be[256];
+		mpz_init(mod[i]);
+		if (BN_bn2binpad(part[0], be, sizeof be) == sizeof be) mpz_import(mod[i], sizeof be, 1, 1, 1, 0, be);
+		rsa_parts_free(part);
+	}
+	CHECK(got == n, "parts of %d keys of %d", got, n);
+	CHECK(!bad_d, "%d of %d keys: d not in (2^1024, LCM(p - 1, q - 1))", bad_d, n);
+	CHECK(!bad_bound, "%d of %d keys: p or q not above sqrt(2) 2^1023", bad_bound, n);
+	CHECK(!bad_gap, "%d of %d keys: |p - q| <= 2^924", bad_gap, n);
+	if (made && got == n) {
+		int shared = shared_factors(mod, n);
+		CHECK(!shared, "%d of %d moduli share a factor with another", shared, n);
+	}
+	for (int i = 0; made && i < n; i++) mpz_clear(mod[i]);
+	for (int i = 0; made && i < n; i++) ma_pki_key_free(k[i]);
+	BN_free(lcm), BN_free(t), BN_free(gap), BN_CTX_free(bc);
+	free(algs), free(k), free(mod);
+}
+
+/* OpenSSL's generator on request: named as chosen, its keys pass OpenSSL's key check and `openssl
+ * pkey -check` and ma_pki_rsa_check, in a batch one task per key, under the same 2048-bit floor; a wrong
+ * setting is every RSA key's error (not ECDSA's), with the setting in it. */
+static void test_rsa_openssl_generator(void)
+{
+	ma_err e = {0};
+	const char *why = NULL;
+	if (!getenv("MOONADM_RSA_GENERATOR")) {
+		CHECK_STR(ma_pki_rsa_generator(&why, &e), "moonadm");
+		CHECK_STR(why, "the default");
+	}
+	CHECK(ma_pki_rsa_generator_set("openssl", "--rsa-generator", &e) == 0, "%s", e.msg);
+	CHECK_STR(ma_pki_rsa_generator(&why, &e), "openssl");
+	CHECK_STR(why, "--rsa-generator openssl");
+	const char *algs[] = {"RSA-2048", "ECDSA-P256", "RSA-3072"};
+	size_t n = slow() ? 2 : 3;
+	ma_pki_key *k[3] = {0};
+	CHECK(ma_pki_genkeys_parallel(algs, n, k, 0, &e) == 0, "%s", e.msg);
+	for (size_t i = 0; i < n; i++) {
+		if (!k[i] || strncmp(algs[i], "RSA", 3)) continue;
+		EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_pkey(NULL, k[i], NULL);
+		CHECK(c && EVP_PKEY_check(c) == 1, "%s: OpenSSL's key check fails", algs[i]);
+		EVP_PKEY_CTX_free(c);
+		CHECK(ma_pki_rsa_check(k[i], &e) == 0, "%s: %s", algs[i], e.msg);
+		CHECK(ma_pki_key_bits(k[i]) == (i ? 3072 : 2048), "%s: %d bits", algs[i], ma_pki_key_bits(k[i]));
+		size_t len;
+		char *pem = key_pem(k[i], &len);
+		put("ossl.key", pem ? pem : "");
+		ma_pki_secret_free(pem, len);
+		CHECK(sh("openssl pkey -check -noout -in %s", path("ossl.key")) == 0, "%s: openssl pkey -check", algs[i]);
+	}
+	for (size_t i = 0; i < n; i++) ma_pki_key_free(k[i]);
+	CHECK(!ma_pki_rsa_generate(1024, &e) && strstr(e.msg, "1024 bits"), "%s", e.msg);
+	CHECK(ma_pki_rsa_generator_set("bogus", "MOONADM_RSA_GENERATOR", &e) == -1 &&
+		      !strcmp(e.msg, "MOONADM_RSA_GENERATOR=bogus: the RSA key generator is moonadm or openssl"),
+	      "%s", e.msg);
+	CHECK(!ma_pki_rsa_generator(&why, &e) && strstr(e.msg, "MOONADM_RSA_GENERATOR=bogus"), "%s", e.msg);
+	ma_pki_key *ec = ma_pki_genkey("ECDSA-P256", &e);
+	CHECK(ec, "ECDSA refused for a wrong RSA setting: %s", e.msg);
+	ma_pki_key_free(ec);
+	const char *one[] = {"RSA-2048"};
+	CHECK(ma_pki_genkeys_parallel(one, 1, k, 0, &e) == -1 && !k[0] && strstr(e.msg, "MOONADM_RSA_GENERATOR=bogus"),
+	      "%s", e.msg);
+	CHECK(ma_pki_rsa_generator_set("moonadm", "--rsa-generator", &e) == 0, "%s", e.msg);
+	CHECK_STR(ma_pki_rsa_generator(&why, &e), "moonadm");
 }
 
 /* The prime search's sieve marks exactly the candidates a trial division rejects: those with an odd
@@ -865,6 +1111,9 @@ int main(void)
 	RUN(test_keygen_parallel);
 	RUN(test_rsa_keys_checked);
 	RUN(test_rsa_sieve);
+	RUN(test_rsa_check_refuses);
+	RUN(test_rsa_keys_fips);
+	RUN(test_rsa_openssl_generator);
 	RUN(test_pem_roundtrip);
 	RUN(test_legacy_paths_same_bytes);
 	RUN(test_pem_errors);

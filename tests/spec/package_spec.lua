@@ -1,7 +1,8 @@
 -- `make deb` as a user installs it: the .deb unpacked into a scratch root (dpkg -x) has the binary,
 -- a man page per command, the completions and the kubelet drop-in; ldd finds every library; the
 -- Depends name the package of every library the binary links and of the Lua modules it loads; and
--- the unpacked binary runs from a directory with no checkout around it.
+-- the unpacked binary runs from a directory with no checkout around it. Built-Using names the source of
+-- every library linked in statically.
 local h = require "helpers"
 
 local function sh(cmd)
@@ -178,6 +179,25 @@ describe("make deb", function()
     local curl = cache:match("libcurl%.so%.4 %([^)]*%) => (/%S+)")
     assert(curl, "libcurl.so.4 is not in ldconfig's cache")
     assert(deps[owner(curl)], ("Depends lacks %s (libcurl.so.4 => %s): %s"):format(tostring(owner(curl)), curl, field("Depends")))
+  end)
+
+  -- Debian policy 7.8: a binary holding a library's code names that library's source in Built-Using
+  it("names in Built-Using the source and version of each library linked in statically", function()
+    local code, dyn = sh("readelf -d " .. h.q(root .. "/usr/bin/moonadm"))
+    assert.equal(0, code, dyn)
+    local using = {}
+    for src, ver in field("Built-Using"):gmatch("([%w][%w%.%+%-]*) %(= ([^)]+)%)") do using[src] = ver end
+    for _, lib in ipairs { { "libssl-dev", "libcrypto.so" }, { "libgmp-dev", "libgmp.so" }, { "nettle-dev", "libnettle.so" },
+                           { "liblua5.4-dev", "liblua5.4.so" }, { "libyaml-dev", "libyaml-0.so" } } do
+      local c, src = sh("dpkg-query -W -f='${source:Package} ${source:Version}' " .. lib[1])
+      local name, ver = src:match("^(%S+) (%S+)$")
+      assert(c == 0 and name, lib[1] .. ": " .. src)
+      if dyn:find("[" .. lib[2], 1, true) then
+        assert.is_nil(using[name], lib[2] .. " is linked dynamically: " .. name .. " is no Built-Using")
+      else
+        assert.equal(ver, using[name], lib[2] .. " is linked statically: Built-Using needs " .. name .. " (= " .. ver .. ")")
+      end
+    end
   end)
 
   it("runs from a directory with no checkout around it", function()

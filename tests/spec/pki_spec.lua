@@ -109,6 +109,104 @@ describe("moonadm.pki", function()
     end)
   end)
 
+  -- SECURITY.md, "Key generation": moonadm's generator by default, OpenSSL's on request and in FIPS mode.
+  describe("the RSA generator", function()
+    -- a command's exit code and all it printed
+    local function run(bin, args, env)
+      local parts = { "env" }
+      for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. helpers.q(v) end
+      parts[#parts + 1] = helpers.q(bin)
+      for _, a in ipairs(args) do parts[#parts + 1] = helpers.q(a) end
+      local p = io.popen(table.concat(parts, " ") .. " 2>&1")
+      local out = p:read("a")
+      local _, _, code = p:close()
+      return code, out
+    end
+    local function certs_ca(bin, root, more, env)
+      local args = { "init", "phase", "certs", "ca", "--root", root, "-v", "1" }
+      for _, a in ipairs(more or {}) do args[#args + 1] = a end
+      return run(bin, args, env)
+    end
+    local hooks = os.getenv("MOONADM_HOOKS_BIN") or (helpers.top .. "/bin/moonadm-hooks")
+    local have_hooks = io.open(hooks, "r")
+    if have_hooks then have_hooks:close() end
+
+    it("is moonadm's by default, OpenSSL's on request, and says why", function()
+      if os.getenv("MOONADM_RSA_GENERATOR") then pending("MOONADM_RSA_GENERATOR is set") return end
+      assert.same({ "moonadm", "the default" }, { pki.rsa_generator() })
+      assert.same({ "openssl", "--rsa-generator openssl" }, { pki.rsa_generator("openssl", "--rsa-generator") })
+      local k = assert(pki.generate_key("RSA-2048"))
+      assert.same({ "RSA", 2048 }, { k:type(), k:bits() })
+      write(dir .. "/ossl.pem", k:pem())
+      assert.equal(0, (sh("openssl pkey -check -noout -in " .. dir .. "/ossl.pem")))
+      local none, err = pki.rsa_generator("gmp", "--rsa-generator")
+      assert.is_nil(none)
+      assert.equal("--rsa-generator gmp: the RSA key generator is moonadm or openssl", err)
+      none, err = pki.generate_key("RSA-2048")
+      assert.is_nil(none)
+      assert.equal("--rsa-generator gmp: the RSA key generator is moonadm or openssl", err)
+      assert.same({ "moonadm", "--rsa-generator moonadm" }, { pki.rsa_generator("moonadm", "--rsa-generator") })
+    end)
+
+    it("is named at -v 1 and chosen by --rsa-generator or MOONADM_RSA_GENERATOR; a wrong one writes nothing", function()
+      local root = helpers.tmpdir()
+      local code, out = certs_ca(helpers.bin, root .. "/a", {}, { MOONADM_RSA_GENERATOR = "" })
+      assert.equal(0, code, out)
+      assert.matches("%[certs%] RSA keys: the moonadm generator %(the default%)", out)
+      code, out = certs_ca(helpers.bin, root .. "/b", { "--rsa-generator", "openssl" })
+      assert.equal(0, code, out)
+      assert.matches("%[certs%] RSA keys: the openssl generator %(%-%-rsa%-generator openssl%)", out)
+      assert.equal(0, (sh("openssl pkey -check -noout -in " .. root .. "/b/etc/kubernetes/pki/ca.key")))
+      code, out = certs_ca(helpers.bin, root .. "/c", {}, { MOONADM_RSA_GENERATOR = "openssl" })
+      assert.equal(0, code, out)
+      assert.matches("the openssl generator %(MOONADM_RSA_GENERATOR=openssl%)", out)
+      code, out = certs_ca(helpers.bin, root .. "/d", {}, { MOONADM_RSA_GENERATOR = "fast" })
+      assert.equal(1, code, out)
+      assert.matches("MOONADM_RSA_GENERATOR=fast: the RSA key generator is moonadm or openssl", out)
+      assert.is_nil(io.open(root .. "/d/etc/kubernetes/pki/ca.key"))
+      code, out = certs_ca(helpers.bin, root .. "/e", { "--rsa-generator", "fast" })
+      assert.equal(1, code, out)
+      assert.matches("%-%-rsa%-generator fast: the RSA key generator is moonadm or openssl", out)
+      assert.is_nil(io.open(root .. "/e/etc/kubernetes/pki/ca.key"))
+      code, out = run(helpers.bin, { "init", "phase", "certs", "all", "--help" })
+      assert.equal(0, code, out)
+      assert.matches("%-%-rsa%-generator string +Which generator makes RSA keys: moonadm .- or openssl .-%(default: %$MOONADM_RSA_GENERATOR or moonadm%)", out)
+      helpers.rmrf(root)
+    end)
+
+    it("is OpenSSL's in FIPS mode, where asking for moonadm's is an error (hooked build)", function()
+      if not have_hooks then pending(hooks .. " is missing (make test-hooks)") return end
+      local root = helpers.tmpdir()
+      local code, out = certs_ca(hooks, root .. "/a", {}, { MOONADM_HOOK_FIPS = "1" })
+      assert.equal(0, code, out)
+      assert.matches("the openssl generator %(FIPS mode: /proc/sys/crypto/fips_enabled is 1%)", out)
+      assert.equal(0, (sh("openssl pkey -check -noout -in " .. root .. "/a/etc/kubernetes/pki/ca.key")))
+      code, out = certs_ca(hooks, root .. "/b", { "--rsa-generator", "moonadm" }, { MOONADM_HOOK_FIPS = "1" })
+      assert.equal(1, code, out)
+      assert.matches("%-%-rsa%-generator moonadm: FIPS mode: /proc/sys/crypto/fips_enabled is 1, where RSA keys come from OpenSSL's generator", out)
+      code, out = certs_ca(hooks, root .. "/c", {}, { MOONADM_HOOK_FIPS = "1", MOONADM_RSA_GENERATOR = "moonadm" })
+      assert.equal(1, code, out)
+      assert.matches("MOONADM_RSA_GENERATOR=moonadm: FIPS mode", out)
+      assert.is_nil(io.open(root .. "/c/etc/kubernetes/pki/ca.key"))
+      helpers.rmrf(root)
+    end)
+
+    it("refuses, by its pair-wise test, every key whose parts disagree, from either generator (hooked build)", function()
+      if not have_hooks then pending(hooks .. " is missing (make test-hooks)") return end
+      local root = helpers.tmpdir()
+      for i, c in ipairs { { "d" }, { "dp" }, { "dq" }, { "qinv" }, { "n" }, { "dp", "openssl" } } do
+        local dest = root .. "/" .. i
+        local code, out = certs_ca(hooks, dest, { "--rsa-generator", c[2] or "moonadm" }, { MOONADM_RSA_FAULT = c[1] })
+        assert.equal(1, code, out)
+        assert.matches("an RSA%-2048 key made here is refused: it fails the pair%-wise consistency test %(SP 800%-56B, 6%.3%.1%.3 step 6%)", out)
+        assert.is_nil(io.open(dest .. "/etc/kubernetes/pki/ca.key"), c[1])
+      end
+      local code, out = certs_ca(hooks, root .. "/ok", {})
+      assert.equal(0, code, out)
+      helpers.rmrf(root)
+    end)
+  end)
+
   describe("certificates", function()
     it("makes kubeadm's CA and leaf layout", function()
       local ci, li = ca:info(), leaf:info()
