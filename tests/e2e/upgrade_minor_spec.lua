@@ -86,7 +86,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
   end
 
   it("a " .. TO .. " etcd that cannot start is rolled back with every key of etcd kept (data dir a mount point)", function()
-    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM })
+    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM })
     local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-etcd-rollback", "--from-literal=k=v" })
     assert.equal(0, rc, o)
     local root = st.nodes[1].root
@@ -103,7 +104,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     assert.matches("Restoring the etcd data dir /var/lib/etcd from /etc/kubernetes/tmp/kubeadm%-backup%-etcd%-", out)
     assert.matches("previous manifests were restored", out)
     assert.equal(old_manifest, h.read(manifest))
-    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM })
+    fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
+      "kube-scheduler:" .. FROM })
     local after
     fixture.wait_for("etcd to answer after the rollback", 60, function()
       local why
