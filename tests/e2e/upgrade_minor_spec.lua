@@ -113,7 +113,12 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
       return after ~= nil, why
     end)
     local lost = {}
-    for k in pairs(before) do if not after[k] then lost[#lost + 1] = k end end
+    for k in pairs(before) do
+      -- (leases and events expire by themselves: an apiserver's masterlease has a TTL)
+      if not after[k] and not k:match("^/registry/[%w]*leases/") and not k:match("^/registry/events/") then
+        lost[#lost + 1] = k
+      end
+    end
     assert.same({}, lost)
     -- the failed etcd's data is kept beside the backup, and the data dir has nothing of the restore left
     code, out = fixture.exec(st, "cp1", { "sh", "-c", "ls -d /etc/kubernetes/tmp/kubeadm-backup-etcd-*/etcd-failed/member "
