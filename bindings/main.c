@@ -62,6 +62,29 @@ static int searcher(lua_State *L)
 	return 2;
 }
 
+/* Keeps only the absolute templates of package.path or package.cpath: Lua's defaults end in ./?.lua
+ * and ./?.so, so a module not embedded (lua-cjson, luv) would be loaded from whatever directory root
+ * runs moonadm in — a cjson.so planted in /tmp would run as root. */
+static void absolute_paths(lua_State *L, const char *field)
+{
+	lua_getglobal(L, "package");
+	lua_getfield(L, -1, field);
+	const char *p = lua_tostring(L, -1);
+	int n = 0;
+	while (p && *p) {
+		size_t len = strcspn(p, ";");
+		if (p[0] == '/') {
+			if (n++)
+				lua_pushliteral(L, ";");
+			lua_pushlstring(L, p, len);
+		}
+		p += len + (p[len] == ';');
+	}
+	lua_concat(L, n ? 2 * n - 1 : 0);
+	lua_setfield(L, -3, field);
+	lua_pop(L, 2);
+}
+
 static void preload(lua_State *L, const char *name, lua_CFunction open)
 {
 	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
@@ -238,6 +261,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	luaL_openlibs(L);
+	absolute_paths(L, "path");
+	absolute_paths(L, "cpath");
 	ma_guard_stdlib(L);
 	preload_bindings(L);
 	install_searcher(L);
