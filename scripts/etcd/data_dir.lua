@@ -38,24 +38,6 @@ function M.copy_tree(src, dst)
   return n
 end
 
--- Counts the regular files of a tree (a backup's completeness check).
-function M.count_files(dir)
-  local list, err = fs.list(dir)
-  if not list then return nil, err end
-  local n = 0
-  for _, name in ipairs(list) do
-    local st = fs.stat(dir .. "/" .. name)
-    if st and st.type == "directory" then
-      local k, cerr = M.count_files(dir .. "/" .. name)
-      if not k then return nil, cerr end
-      n = n + k
-    elseif st and st.type == "file" then
-      n = n + 1
-    end
-  end
-  return n
-end
-
 -- Backs the data dir up into `dest` (which must not exist yet) → the number of files | nil, err.
 -- An empty data dir is refused: there would be nothing to restore.
 function M.backup(data_dir, dest)
