@@ -224,7 +224,7 @@ static int l_stat(lua_State *L)
 	return 1;
 }
 
-/* A symlink's target as stored (not resolved): the trust check (framework/site/trust.lua) walks a
+/* A symlink's target as stored (not resolved): the trust check (framework/trust.lua) walks a
  * path a component at a time, as the kernel does, and judges every link and directory it passes. */
 static int l_readlink(lua_State *L)
 {

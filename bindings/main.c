@@ -176,7 +176,7 @@ static void check_scripts_dir(lua_State *L)
 		lua_settable(L, -4);
 	}
 	lua_getglobal(L, "require");
-	lua_pushstring(L, "framework.site.trust");
+	lua_pushstring(L, "framework.trust");
 	lua_call(L, 1, 1);
 	lua_getfield(L, -1, "check"); /* loaded, before, trust, check */
 	lua_createtable(L, 1, 0);

@@ -83,7 +83,7 @@ local function parse(text)
   for _, sec in ipairs { "flags", "global" } do
     for _, l in ipairs(raw[sec]) do
       local lead, rest = l:match("^(%s*)(.-)%s*$")
-      if rest == "" then -- skip
+      if rest == "" then -- luacheck: ignore 542 (a blank line: nothing to add)
       elseif #lead <= 6 and rest:sub(1, 1) == "-" then
         local spec, d = rest:match("^(.-)%s%s+(.*)$")
         table.insert(h[sec], { spec = spec or rest, desc = d or "" })

@@ -4,6 +4,7 @@
 -- target corednsdeployment — and Service kube-dns) and kube-proxy (ServiceAccount, the
 -- kubeadm:node-proxier binding, Role/RoleBinding kube-proxy for its ConfigMap, ConfigMap
 -- kube-proxy with config.conf and kubeconfig.conf, DaemonSet kube-proxy).
+local images = require "config.images"
 local yaml = require "moonadm.yaml"
 local C = require "config.constants"
 local releases = require "config.releases"
@@ -16,7 +17,6 @@ local rbac = require "cluster.rbac"
 local nodeview = require "node.view"
 local up = require "cluster.upload_config"
 local kubelet_config = require "kubelet.config"
-local manifests_pod = require "manifests.pod"
 local patches = require "manifests.patches"
 
 local M = {}
@@ -24,15 +24,6 @@ local M = {}
 local NS = "kube-system"
 
 local function sa(name) return { apiVersion = "v1", kind = "ServiceAccount", metadata = { name = name, namespace = NS } } end
-
-function M.coredns_image(cluster)
-  local dns = cluster.dns or {}
-  local tag = (dns.imageTag and dns.imageTag ~= "") and dns.imageTag or releases.must(cluster.kubernetesVersion).coredns
-  local repo = cluster.imageRepository or C.image_repository
-  if dns.imageRepository and dns.imageRepository ~= "" then return ("%s/coredns:%s"):format(dns.imageRepository, tag) end
-  if repo == "registry.k8s.io" then return "registry.k8s.io/coredns/coredns:" .. tag end
-  return ("%s/coredns:%s"):format(repo, tag)
-end
 
 function M.corefile(domain)
   return ([[
@@ -84,7 +75,7 @@ function M.coredns_deployment(cluster, replicas)
             { key = "node-role.kubernetes.io/control-plane", effect = "NoSchedule" } },
           nodeSelector = { ["kubernetes.io/os"] = "linux" },
           containers = { {
-            name = "coredns", image = M.coredns_image(cluster), imagePullPolicy = "IfNotPresent",
+            name = "coredns", image = images.coredns(cluster), imagePullPolicy = "IfNotPresent",
             resources = { limits = { memory = "170Mi" }, requests = { cpu = "100m", memory = "70Mi" } },
             args = { "-conf", "/etc/coredns/Corefile" },
             volumeMounts = { { name = "config-volume", mountPath = "/etc/coredns", readOnly = true } },
@@ -204,7 +195,7 @@ end
 -- Both values end without a newline, as kubeadm's `|-` template writes them.
 function M.proxy_objects(cluster, user, server, advertise, user_supplied)
   if user_supplied == nil then user_supplied = user ~= nil end
-  local image = manifests_pod.image(cluster, "kube-proxy")
+  local image = images.component(cluster, "kube-proxy")
   local labels = { ["k8s-app"] = "kube-proxy" }
   local cm = { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "kube-proxy", namespace = NS, labels = { app = "kube-proxy" } },
     data = { ["kubeconfig.conf"] = M.proxy_kubeconfig(server),

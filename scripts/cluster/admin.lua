@@ -46,7 +46,8 @@ end
 
 -- Polls until admin.conf is authorized for everything, or raises at the deadline.
 function M.wait_authorized(admin, deadline, timeout)
-  local t0, n, last = core.now(), 0, nil
+  local t0, n = core.now(), 0
+  local last
   while true do
     n = n + 1
     local r, err = admin:create(review(), { timeout = math.max(1, deadline - core.now()) })

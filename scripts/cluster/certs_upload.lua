@@ -4,7 +4,6 @@
 -- removes the Secret when the token cleaner deletes the token; and the Role that lets bootstrap
 -- tokens read it.
 local pki = require "moonadm.pki"
-local api = require "moonadm.api"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local capi = require "cluster.api"
@@ -77,8 +76,9 @@ function M.open(data, key)
   for k, v in pairs(data or {}) do
     if v == "" then out[k] = "" else
       local raw = encoding.base64_decode(v)
-      local pt, err = raw and pki.open(key, raw)
-      if not pt then error(("decrypting %s: %s"):format(k, err or "bad base64"), 0) end
+      if not raw then error(("decrypting %s: bad base64"):format(k), 0) end
+      local pt, err = pki.open(key, raw)
+      if not pt then error(("decrypting %s: %s"):format(k, err), 0) end
       out[k] = pt
     end
   end
@@ -141,8 +141,7 @@ function M.run(ctx)
       if owner then log.v(1, "[upload-certs] Reusing the unreferenced kubeadm-certs owner token %s", owner.metadata.name) end
     end
   end
-  if owner then
-    -- reused above
+  if owner then -- luacheck: ignore 542 (reused above)
   elseif ctx.dry_run then
     log.info("[dryrun] Would create Secret %s/%s", tsecret.metadata.namespace, tsecret.metadata.name)
     owner = { metadata = { name = tsecret.metadata.name, uid = "dry-run" } }

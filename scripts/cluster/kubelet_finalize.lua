@@ -4,6 +4,7 @@
 -- is restarted. Without the file: skip, as kubeadm does.
 local yaml = require "moonadm.yaml"
 local config = require "config"
+local kubeconfig = require "kube.kubeconfig"
 local log = require "framework.log"
 local runtime_mod = require "runtime"
 
@@ -23,17 +24,9 @@ end
 
 -- kubelet.conf text with the current context's user switched to pem; nil when already so.
 function M.rewrite(text, pem)
-  local docs, err = yaml.decode(text, M.KUBELET_CONF)
-  if not docs then error(err, 0) end
-  local kc = docs[1]
-  local uname
-  for _, cx in ipairs(kc.contexts or {}) do
-    if cx.name == kc["current-context"] then uname = cx.context and cx.context.user end
-  end
-  local found
-  for _, u in ipairs(kc.users or {}) do
-    if u.name == uname then found = u end
-  end
+  local cur, err = kubeconfig.current(text, M.KUBELET_CONF)
+  if not cur then error(err, 0) end
+  local kc, found = cur.doc, cur.user
   if not found then error(("%s: no user for the current context %q"):format(M.KUBELET_CONF, tostring(kc["current-context"])), 0) end
   local user = found.user or {}
   if user["client-certificate"] == pem and user["client-key"] == pem and not user["client-certificate-data"]

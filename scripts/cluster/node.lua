@@ -80,10 +80,12 @@ function M.patch(ctx, c, mutate, prefix)
   local timeout = capi.timeout(ctx, "kubernetesAPICall")
   local t0 = core.now()
   local deadline = t0 + timeout
-  local waited, last = false, nil
+  local waited = false
+  local last
   while true do
     local node, err = c:get({ apiVersion = "v1", kind = "Node", name = name }, { timeout = 5 })
-    local rv, why = node and M.check(node)
+    local rv, why
+    if node then rv, why = M.check(node) end
     if node and not rv then
       error(("reading Node %q: the API server's answer is not a Node: %s"):format(name, why), 0)
     end

@@ -3,7 +3,6 @@
 -- auto-approve bindings), and the cluster-info ConfigMap in kube-public with its reader Role.
 -- Pure functions take `now` (seconds since the epoch) so specs can pin time.
 local pki = require "moonadm.pki"
-local api = require "moonadm.api"
 local config = require "config"
 local C = require "config.constants"
 local log = require "framework.log"
@@ -65,8 +64,7 @@ function M.parse_time(s)
 end
 
 -- A BootstrapToken of the config ({token, description, ttl, expires, usages, groups}) with defaults.
-function M.normalize(bt, opts)
-  opts = opts or {}
+function M.normalize(bt)
   local t = {}
   t.token = bt.token
   if t.token == nil or t.token == "" then t.token = M.generate(); t.generated = true end

@@ -17,28 +17,14 @@ local runtime_mod = require "runtime"
 local healthz = require "kubelet.healthz"
 local net = require "moonadm.net"
 local cri_socket = require "cri.socket"
+local args = require "kube.args"
+local cnet = require "config.net"
 
 local M = {}
 
 M.INTERVAL = healthz.INTERVAL -- one poll interval for every wait: kubelet/healthz.lua reads MOONADM_WAIT_INTERVAL
 M.MANIFESTS = "/etc/kubernetes/manifests"
 M.PROBE_TIMEOUT = 0.25
-
--- "--name=value", "-name=value" or "--name value" → value (last wins), as kubeadm's parser.
-function M.arg(command, name)
-  local v
-  for i, a in ipairs(command or {}) do
-    local n, val = a:match("^%-%-?([^=]+)=(.*)$")
-    if n == name then v = val
-    elseif (a == "--" .. name or a == "-" .. name) and command[i + 1] then v = command[i + 1] end
-  end
-  return v
-end
-
-local function host_port(host, port)
-  if host:find(":", 1, true) then return ("[%s]:%s"):format(host, port) end
-  return host .. ":" .. port
-end
 
 -- The endpoints to check, from the manifests text (name -> text). Raises when one is unreadable.
 function M.components(read_manifest)
@@ -61,15 +47,15 @@ function M.components(read_manifest)
     for _, a in ipairs(c.args or {}) do cmd[#cmd + 1] = tostring(a) end
     local host, port
     if d.name == "kube-apiserver" then
-      host = M.arg(cmd, "advertise-address")
-      port = M.arg(cmd, "secure-port") or "6443"
+      host = args.value(cmd, "advertise-address")
+      port = args.value(cmd, "secure-port") or "6443"
       if not host then error("kube-apiserver.yaml: no --advertise-address to check", 0) end
     else
-      host = M.arg(cmd, "bind-address") or "127.0.0.1"
-      port = M.arg(cmd, "secure-port") or d.port
+      host = args.value(cmd, "bind-address") or "127.0.0.1"
+      port = args.value(cmd, "secure-port") or d.port
     end
-    out[#out + 1] = { name = d.name, url = "https://" .. host_port(host, port) .. d.path,
-      server = "https://" .. host_port(host, port), path = d.path }
+    out[#out + 1] = { name = d.name, url = cnet.url("https", host, port) .. d.path,
+      server = cnet.url("https", host, port), path = d.path }
   end
   return out
 end
@@ -85,7 +71,7 @@ function M.troubleshoot(comps, opts)
     local free = net.port_free(opts.etcd_client.host, opts.etcd_client.port)
     if free then
       lines[#lines + 1] = ("etcd, which the kube-apiserver needs, does not listen on %s: look at etcd first (its " ..
-        "container's log: crictl ps -a --name etcd; crictl logs CONTAINERID).\n"):format(host_port(opts.etcd_client.host,
+        "container's log: crictl ps -a --name etcd; crictl logs CONTAINERID).\n"):format(cnet.join_host_port(opts.etcd_client.host,
         opts.etcd_client.port))
     end
   end
@@ -171,10 +157,8 @@ function M.run(ctx)
   -- a local etcd's client port on loopback, which its manifest always listens on (the troubleshooting hint)
   local etcd_client = ctx:exists(mdir .. "/etcd.yaml") and { host = "127.0.0.1", port = 2379 } or nil
   local ok, cri = pcall(cri_socket.socket, ctx)
-  local r = M.components_healthy(comps, capi.timeout(ctx, "controlPlaneComponentHealthCheck"),
+  return M.components_healthy(comps, capi.timeout(ctx, "controlPlaneComponentHealthCheck"),
     { etcd_client = etcd_client, cri = ok and cri or nil })
-  ctx.data.wait_result = r
-  return r
 end
 
 return M

@@ -1,6 +1,7 @@
 -- `moonadm certs check-expiration|renew|certificate-key|generate-csr`, kubeadm's `certs` family.
 local pki = require "moonadm.pki"
 local common = require "commands.common"
+local globals = require "framework.globals"
 local config = require "config"
 local context = require "framework.context"
 local flags_mod = require "framework.argv"
@@ -111,10 +112,10 @@ end
 
 -- Flags, config and a context for a subcommand.
 local function setup(spec, argv)
-  local fspec = common.flags(common.global, spec)
+  local fspec = globals.flags(globals.global, spec)
   local flags, args, set = flags_mod.parse(fspec, argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   local cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {}, flags = {} }
   if not cfg then error(err, 0) end
   if not flags.config and set.kubeconfig then cluster_config(cfg, flags.kubeconfig) end
@@ -228,7 +229,7 @@ function M.main(argv)
       elseif name == "renew" then return renew(s[3], rest)
       elseif name == "generate-csr" then return generate_csr(s[3], rest)
       else
-        local flags, args = flags_mod.parse(common.flags(common.global, s[3]), rest)
+        local flags, args = flags_mod.parse(globals.flags(globals.global, s[3]), rest)
         if not flags then error(args, 0) end
         io.stdout:write(pki.certificate_key(), "\n")
         return 0
@@ -238,5 +239,4 @@ function M.main(argv)
   error(('unknown command "%s" for "moonadm certs"\nRun \'moonadm certs --help\' for usage.'):format(name), 0)
 end
 
-M.endpoint = endpoint -- (kept for scripts that reach the endpoint helpers through the command)
 return M

@@ -1,7 +1,7 @@
 -- `moonadm completion bash|zsh|fish`: shell completion code, generated from the command tree
 -- (cli.walk), so every command, phase subcommand and flag completes as it is defined.
 local cli = require "framework.cli"
-local common = require "commands.common"
+local globals = require "framework.globals"
 local flags_mod = require "framework.argv"
 
 local M = {}
@@ -140,9 +140,9 @@ end
 local SHELLS <const> = { bash = bash, zsh = zsh, fish = fish }
 
 function M.main(argv)
-  local flags, args = flags_mod.parse(common.flags(common.global, M.flags), argv)
+  local flags, args = flags_mod.parse(globals.flags(globals.global, M.flags), argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   if #args == 0 then error("shell not specified: moonadm completion bash|zsh|fish", 0) end
   if #args > 1 then error("too many arguments: moonadm completion takes one shell (bash, zsh or fish)", 0) end
   local gen = SHELLS[args[1]]

@@ -3,7 +3,7 @@
 local lazy = require "framework.lazy"
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
-local common = require "commands.common"
+local globals = require "framework.globals"
 local config = require "config"
 local C = require "config.constants"
 local flags_mod = require "framework.argv"
@@ -76,7 +76,7 @@ M.INIT_DEFAULTS_FLAGS = {
   { name = "component-configs", type = "list", help = "A comma-separated list for component config API objects to print the default values for. Available values: [KubeletConfiguration KubeProxyConfiguration]. If this flag is not set, no component configs will be printed." },
 }
 
-local function with_parent(list) return common.flags(list, { KUBECONFIG }) end
+local function with_parent(list) return globals.flags(list, { KUBECONFIG }) end
 
 local function defaults_help(action, flags)
   return {
@@ -138,15 +138,15 @@ M.help = {
 for key, d in pairs(M.help) do
   if key ~= "" then
     d.flags = with_parent(d.flags)
-    d.globals = common.flags({ KUBECONFIG }, common.shown_globals())
+    d.globals = globals.flags({ KUBECONFIG }, globals.shown_globals())
   end
 end
 
 -- Parses a subcommand's flags (with the parent's --kubeconfig and the global flags).
 local function parse(spec, argv, no_args)
-  local flags, args, set = flags_mod.parse(common.flags(common.global, with_parent(spec)), argv)
+  local flags, args, set = flags_mod.parse(globals.flags(globals.global, with_parent(spec)), argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   if no_args and #args > 0 then
     error(fmt("unknown command %q for %q", args[1], "moonadm " .. no_args), 0)
   end
@@ -370,7 +370,7 @@ end
 -- kubeadm's RequireSubcommand (its help is the CLI's: `moonadm NAME --help`).
 local function require_subcommand(name)
   return function(argv)
-    local flags, args = flags_mod.parse(common.flags(common.global, { KUBECONFIG }), argv)
+    local flags, args = flags_mod.parse(globals.flags(globals.global, { KUBECONFIG }), argv)
     if flags and args[1] then
       error(fmt("unknown command %q for %q\nRun 'moonadm %s --help' for usage.", args[1], "moonadm " .. name, name), 0)
     end

@@ -3,6 +3,7 @@
 local lazy = require "framework.lazy"
 local cli = require "framework.cli"
 local common = require "commands.common"
+local globals = require "framework.globals"
 local config = require "config"
 local context = require "framework.context"
 local errors = require "framework.errors"
@@ -10,9 +11,9 @@ local flags_mod = require "framework.argv"
 local journal_mod = lazy.require "framework.journal" -- with a root
 local log = require "framework.log"
 local runner = require "framework.runner"
-local site = require "framework.site.load"
+local site = require "site.load"
 local util = require "framework.util"
-local api = require "framework.site.api"
+local api = require "site.api"
 local framework_flow = require "framework.flow"
 
 local M = {}
@@ -84,7 +85,7 @@ end
 -- The help tree of a flow command: `help` (the command and its `phase` parent) and `help_for`
 -- (`phase NAME [SUB]`), for framework/cli.lua. opts as M.main's, plus `cmd` (the words of the command).
 function M.help_tree(opts)
-  local spec = common.flags(M.run_flags, opts.flags or {})
+  local spec = globals.flags(M.run_flags, opts.flags or {})
   local words = opts.cmd
   local tbl = {
     [""] = { short = opts.desc, args = opts.args, example = opts.example, flags = spec,
@@ -155,18 +156,17 @@ function M.config_skip_phases(cfg, name)
   return doc and doc.skipPhases
 end
 
--- opts: {name = "init", flow = "init", kind = "init", desc, flags = {...}, argv, positional = fn}
-function M.main(opts)
-  local spec = common.flags(common.global, M.run_flags, opts.flags or {})
+-- The command line: flags (with the global ones), the config, whether it is `... phase NAME`.
+-- Returns the invocation {flags, set, args, as_phase, cfg}.
+local function parse(opts)
+  local spec = globals.flags(globals.global, M.run_flags, opts.flags or {})
   local argv = opts.argv
   local as_phase = argv[1] == "phase"
   if as_phase then argv = table.move(argv, 2, #argv, 1, {}) end
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   if flags.output == "json" then log.setup { verbosity = flags.v, json = true } end
-  local root = flags.root
-
   -- Only what the user typed reaches the config: a flag's default never counts as "mixed with --config".
   local given = {}
   for name in pairs(set) do given[name] = flags[name] end
@@ -175,93 +175,104 @@ function M.main(opts)
   if not cfg then error(err, 0) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   -- (ControlPlaneKubeletLocalMode=false is warned about once, by the config's gate check)
-  local gates = cfg.gates or {}
+  return { flags = flags, set = set, args = args, as_phase = as_phase, cfg = cfg }
+end
 
+-- `... phase WORDS`: the phase to run alone (a site phase not in the flow is appended), or the
+-- help text to print instead (no words; a parent phase without `all`, as kubeadm). Returns
+-- filter path | nil, help text.
+local function phase_filter(opts, flow, ctx, words)
+  local _, by_path = runner.resolve(flow, ctx)
+  if #words > 0 and not by_path[words[1]] and words[1] ~= "all" then
+    local p = framework_flow.lookup(flow.dir, words[1])
+    if p then
+      flow:append(p)
+      _, by_path = runner.resolve(flow, ctx)
+    end
+  end
+  local path, rest, whole = phase_path(words, by_path)
+  if not path then
+    if #words == 0 then return nil, cli.help_text { table.unpack(opts.cmd_words) } end
+    error(("unknown phase %q for %q: see `moonadm %s --help` for the phase list"):format(
+      table.concat(words, " "), opts.name, opts.name), 0)
+  end
+  local node = by_path[path]
+  if node.phase.hidden then error(("phase %q is hidden and has no phase subcommand"):format(path), 0) end
+  if node.phase.children and not whole and not node.phase.run then
+    local w = { table.unpack(opts.cmd_words) }
+    w[#w + 1] = "phase"
+    for part in path:gmatch("[^/]+") do w[#w + 1] = part end
+    return nil, cli.help_text(w)
+  end
+  ctx.args = rest
+  return path
+end
+
+-- The site's scripts checked, the flow (stock, --flow, --phase-add) and the run's context, and
+-- which of its phases run. Returns flow, ctx, run options | nil, nil, help text to print.
+local function load(opts, inv)
+  local flags, cfg = inv.flags, inv.cfg
   -- Site scripts run as root: refuse what others could have changed, before loading any of it.
   site.check_trust(flags)
   local flow = site.flow(opts.flow, flags)
-  local ctx = context.new { command = opts.name, cfg = cfg, gates = gates, flags = flags, flags_set = set,
-    root = root, dry_run = flags["dry-run"], args = args,
+  local ctx = context.new { command = opts.name, cfg = cfg, gates = cfg.gates or {}, flags = flags,
+    flags_set = inv.set, root = flags.root, dry_run = flags["dry-run"], args = inv.args,
     inputs = { init = cfg.init, cluster = cfg.cluster, join = cfg.join, reset = cfg.reset, upgrade = cfg.upgrade,
-      kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = args } }
+      kubelet = cfg.kubelet, kubeproxy = cfg.kubeproxy, runtime = flags["node-runtime"], args = inv.args } }
   api.extend(ctx)
-
   local run_opts = { resume = flags.resume, force_order = flags["force-order"] }
-  if as_phase then
-    local _, by_path = runner.resolve(flow, ctx)
-    if #args > 0 and not by_path[args[1]] and args[1] ~= "all" then
-      -- `moonadm <cmd> phase NAME` for a site phase that is not in the flow: run it alone.
-      local p = framework_flow.lookup(flow.dir, args[1])
-      if p then
-        flow:append(p)
-        _, by_path = runner.resolve(flow, ctx)
-      end
-    end
-    local path, rest, whole = phase_path(args, by_path)
-    if not path then
-      if #args == 0 then
-        log.result(cli.help_text { table.unpack(opts.cmd_words) })
-        return 0
-      end
-      error(("unknown phase %q for %q: see `moonadm %s --help` for the phase list"):format(
-        table.concat(args, " "), opts.name, opts.name), 0)
-    end
-    local node = by_path[path]
-    if node.phase.hidden then error(("phase %q is hidden and has no phase subcommand"):format(path), 0) end
-    if node.phase.children and not whole and not node.phase.run then
-      -- kubeadm prints help for a parent phase invoked without `all`.
-      local w = { table.unpack(opts.cmd_words) }
-      w[#w + 1] = "phase"
-      for part in path:gmatch("[^/]+") do w[#w + 1] = part end
-      log.result(cli.help_text(w))
-      return 0
-    end
-    ctx.args = rest
-    run_opts.filter = path
+  if inv.as_phase then
     -- A single phase converges on its own; it never runs preflight's "already exists" checks.
+    local path, help = phase_filter(opts, flow, ctx, inv.args)
+    if not path then return nil, nil, help end
+    run_opts.filter = path
   else
-    run_opts.skip = (set["skip-phases"] and flags["skip-phases"]) or M.config_skip_phases(cfg, opts.name) or {}
-    ctx.args = args
-    if opts.positional then opts.positional(ctx, args) end
+    run_opts.skip = (inv.set["skip-phases"] and flags["skip-phases"]) or M.config_skip_phases(cfg, opts.name) or {}
+    if opts.positional then opts.positional(ctx, inv.args) end
   end
-  -- It will run: the node's trusted tree checked, the root lock taken, a killed run's temp files removed.
-  common.take_root(flags, { dry_run = ctx.dry_run, cert_dir = (cfg.cluster or {}).certificatesDir,
-    keys = opts.name ~= "reset" })
-  -- join: discovery and the cluster's configuration, before any phase (and before the flow's static
-  -- check, which must see the cluster's gates). It writes nothing.
-  -- (`join phase preflight` alone checks only this machine: no discovery, no network.)
+  -- join/reset/upgrade: the run data (discovery and the cluster's configuration, before the flow's
+  -- static check, which must see the cluster's gates); it writes nothing. `phase preflight` alone
+  -- checks only this machine: no discovery, no network.
   if opts.prepare and run_opts.filter ~= "preflight" then
-    local before = runner.data_keys(ctx)
-    local pok, perr = pcall(opts.prepare, ctx)
-    local undeclared = pok and runner.undeclared_data(opts.name .. " preparation", { data = opts.prepare_data }, ctx, before)
-    if undeclared then pok, perr = false, undeclared end
-    if not pok then
-      log.error(errors.message(perr))
-      return errors.code(perr)
-    end
-    -- what the preparation got back and never read is its own, not the first phase's
-    local unchecked = runner.unchecked_failures(opts.name)
-    if unchecked then
-      log.error(unchecked)
-      return 1
-    end
+    run_opts.init = { run = opts.prepare, keys = opts.prepare_data, name = opts.name .. " preparation" }
   end
+  return flow, ctx, run_opts
+end
+
+-- The root taken and the journal opened (unless a dry run), then the runner's run; the command's
+-- closing text, or the error with the way to resume.
+local function run(opts, inv, flow, ctx, run_opts)
+  local cfg = inv.cfg
+  -- It will run: the node's trusted tree checked, the root lock taken, a killed run's temp files removed.
+  common.take_root(inv.flags, { dry_run = ctx.dry_run, cert_dir = (cfg.cluster or {}).certificatesDir,
+    keys = opts.name ~= "reset" })
   run_opts.journal = not ctx.dry_run and not opts.no_journal and journal_mod.open(opts.name) or nil
-  ctx.journal = run_opts.journal
-  local ok, rerr = runner.run(flow, ctx, run_opts)
+  local ok, err = runner.run(flow, ctx, run_opts)
   if not ok then
-    log.error(errors.message(rerr))
+    log.error(errors.message(err))
     -- A phase failed part-way through a flow: the journal knows what is done.
-    if run_opts.journal and not run_opts.filter and errors.message(rerr):match("^error execution phase ") then
+    if run_opts.journal and not run_opts.filter and errors.message(err):match("^error execution phase ") then
       log.line("info", ("To continue once the cause is fixed, run the same command again with --resume " ..
         "(phases done with the same inputs are skipped, this run's files are accepted): moonadm %s ... --resume")
         :format(opts.name:gsub("%-", " ")))
     end
-    return errors.code(rerr)
+    return errors.code(err)
   end
   -- the whole flow ran (not `... phase NAME`): the command's closing text (join's; init's is a phase)
   if opts.done and not run_opts.filter then log.result(opts.done(ctx)) end
   return 0
+end
+
+-- opts: {name = "init", flow = "init", kind = "init", desc, flags = {...}, argv, positional = fn,
+-- prepare = fn(ctx) (the run data), prepare_data = {its keys}, done = fn(ctx) -> text, no_journal}.
+function M.main(opts)
+  local inv = parse(opts)
+  local flow, ctx, run_opts = load(opts, inv)
+  if not flow then
+    log.result(run_opts)
+    return 0
+  end
+  return run(opts, inv, flow, ctx, run_opts)
 end
 
 return M

@@ -3,6 +3,7 @@
 -- with --token, pointing at the control-plane endpoint of the configuration (--config, else the
 -- defaults with the detected advertise address). Nothing is written to disk.
 local common = require "commands.common"
+local globals = require "framework.globals"
 local config = require "config"
 local C = require "config.constants"
 local context = require "framework.context"
@@ -62,9 +63,9 @@ function M.user_kubeconfig(ctx, opts)
 end
 
 local function user(argv)
-  local flags, args = flags_mod.parse(common.flags(common.global, M.USER_FLAGS), argv)
+  local flags, args = flags_mod.parse(globals.flags(globals.global, M.USER_FLAGS), argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   if #args > 0 then error(fmt("unknown command %q for %q", args[1], "moonadm kubeconfig user"), 0) end
   local name = flags["client-name"]
   if not name or name == "" then error('required flag(s) "client-name" not set', 0) end
@@ -95,7 +96,7 @@ end
 function M.main(argv)
   local sub = argv[1]
   if sub == "user" then return user(table.move(argv, 2, #argv, 1, {})) end
-  local flags, args = flags_mod.parse(common.global, argv)
+  local flags, args = flags_mod.parse(globals.global, argv)
   if flags and args[1] then
     error(fmt("unknown command %q for %q\nRun 'moonadm kubeconfig --help' for usage.", args[1], "moonadm kubeconfig"), 0)
   end

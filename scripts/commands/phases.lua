@@ -6,15 +6,15 @@
 -- A join flow serves both roles: unless --worker or --control-plane says which, it is checked for a
 -- joining worker and for a joining control plane, and a refusal names the role it is for.
 local lazy = require "framework.lazy"
-local common = require "commands.common"
+local globals = require "framework.globals"
 local config = lazy.require "config" -- with --config or --feature-gates, or when a requirement reads ctx.cfg
 local config_gates = require "config.gates"
 local flags_mod = require "framework.argv"
 local flowcmd = lazy.require "commands.flowcmd" -- with --config
-local graph = require "framework.site.graph"
+local graph = require "framework.graph"
 local log = require "framework.log"
 local runner = require "framework.runner"
-local site = require "framework.site.load"
+local site = require "site.load"
 local framework_journal = lazy.require "framework.journal" -- with --root
 
 local M = {}
@@ -22,7 +22,7 @@ local M = {}
 local KINDS = { init = "init", join = "join", reset = "reset", ["upgrade-apply"] = "upgrade", ["upgrade-node"] = "upgrade" }
 local FORMATS = { text = true, json = true, dot = true, mermaid = true }
 
-M.flags = common.flags(common.global, {
+M.flags = globals.flags(globals.global, {
   { name = "feature-gates", type = "string", help = "Feature gates to resolve the flow with (key=value,...)" },
   { name = "config", type = "string", help = "A kubeadm configuration file (skipPhases, featureGates)" },
   { name = "skip-phases", type = "list", help = "List of phases to be skipped" },
@@ -124,10 +124,52 @@ local function check_ctx(get_cfg, gates, flags, role)
     gate = function(self, g) return self.gates[g] == true end }
 end
 
-function M.main(argv)
-  local flags, args, set = flags_mod.parse(M.flags, argv)
-  if not flags then error(args, 0) end
-  common.setup(flags)
+-- The flow resolved and checked once per role (a join is both); the rows shown are the first
+-- role's. Returns nodes, ctx, and the refusal {why, for_role = " for ..."} or nil.
+local function check_roles(flow, name, flags, get_cfg, gates, skip)
+  local roles = KINDS[name] == "join" and M.join_roles(flags) or { false }
+  local nodes, ctx, refusals = nil, nil, {}
+  for _, role in ipairs(roles) do
+    local rctx = check_ctx(get_cfg, gates, flags, role or nil)
+    local rnodes, by_path = runner.resolve(flow, rctx)
+    local ok, serr = runner.select(rnodes, by_path, { skip = skip or {} })
+    if not ok then error(serr, 0) end
+    local good, why = runner.check(rnodes, rctx)
+    if not nodes then nodes, ctx = rnodes, rctx end
+    if not good then refusals[#refusals + 1] = { role = role, why = why } end
+  end
+  if #refusals == 0 then return nodes, ctx, nil, roles end
+  -- A refusal names the role(s) it is for.
+  local first, for_role = refusals[1], ""
+  if first.role then
+    local same = #refusals == #roles
+    for _, r in ipairs(refusals) do same = same and r.why == first.why end
+    for_role = (same and #roles > 1) and " for a worker join and for a control-plane join" or (" for " .. ROLE_TEXT[first.role])
+  end
+  return nodes, ctx, { why = first.why, for_role = for_role }, roles
+end
+
+-- `phases check`: the static check's verdict alone.
+local function verdict(flow, refusal, roles)
+  if refusal then
+    log.error(("flow %q is refused%s: %s"):format(flow.name, refusal.for_role, refusal.why))
+    return 1
+  end
+  local as = ""
+  if roles[1] then
+    local texts = {}
+    for _, r in ipairs(roles) do texts[#texts + 1] = ROLE_TEXT[r] end
+    as = " for " .. table.concat(texts, " and ")
+  end
+  log.result(("flow %q passes the static check%s: every phase gets what it requires from an earlier phase"):format(
+    flow.name, as))
+  return 0
+end
+
+local RENDER <const> = { json = graph.json, dot = graph.dot, mermaid = graph.mermaid, text = graph.text }
+
+-- The command's words: `phases [check] COMMAND` with its format; check needs --flow.
+local function command_of(flags, args)
   local check_only = args[1] == "check"
   if check_only then table.remove(args, 1) end
   local name = args[1]
@@ -143,6 +185,14 @@ function M.main(argv)
   if not FORMATS[format] then
     error(("invalid output %q: use text, json, dot or mermaid"):format(format), 0)
   end
+  return name, check_only, format
+end
+
+function M.main(argv)
+  local flags, args, set = flags_mod.parse(M.flags, argv)
+  if not flags then error(args, 0) end
+  globals.setup(flags)
+  local name, check_only, format = command_of(flags, args)
   site.check_trust(flags)
   local get_cfg, gates = configuration(flags)
   local skip = flags["skip-phases"]
@@ -151,58 +201,14 @@ function M.main(argv)
     skip = kcfg and flowcmd.config_skip_phases(kcfg, name) or {}
   end
   local flow = site.flow(name, flags)
-  local roles = KINDS[name] == "join" and M.join_roles(flags) or { false }
-  -- Resolved and checked once per role; the rows shown are the first role's. A refusal names the
-  -- role(s) it is for.
-  local nodes, ctx, refusals = nil, nil, {}
-  for _, role in ipairs(roles) do
-    local rctx = check_ctx(get_cfg, gates, flags, role or nil)
-    local rnodes, by_path = runner.resolve(flow, rctx)
-    local ok, serr = runner.select(rnodes, by_path, { skip = skip or {} })
-    if not ok then error(serr, 0) end
-    local good, why = runner.check(rnodes, rctx)
-    if not nodes then nodes, ctx = rnodes, rctx end
-    if not good then refusals[#refusals + 1] = { role = role, why = why } end
-  end
-  local checked, cerr, for_role = #refusals == 0, refusals[1] and refusals[1].why, ""
-  if refusals[1] and refusals[1].role then
-    local same = #refusals == #roles
-    for _, r in ipairs(refusals) do same = same and r.why == cerr end
-    if same and #roles > 1 then
-      for_role = " for a worker join and for a control-plane join"
-    else
-      for_role = " for " .. ROLE_TEXT[refusals[1].role]
-    end
-  end
-  if check_only then
-    if not checked then
-      log.error(("flow %q is refused%s: %s"):format(flow.name, for_role, cerr))
-      return 1
-    end
-    local as = ""
-    if roles[1] then
-      local texts = {}
-      for _, r in ipairs(roles) do texts[#texts + 1] = ROLE_TEXT[r] end
-      as = " for " .. table.concat(texts, " and ")
-    end
-    log.result(("flow %q passes the static check%s: every phase gets what it requires from an earlier phase"):format(
-      flow.name, as))
-    return 0
-  end
+  local nodes, ctx, refusal, roles = check_roles(flow, name, flags, get_cfg, gates, skip)
+  if check_only then return verdict(flow, refusal, roles) end
   local journal
   if set.root then journal = framework_journal.open(name) end
   local rows = graph.rows(nodes, ctx, journal)
-  if format == "json" then
-    log.result(graph.json(rows))
-  elseif format == "dot" then
-    log.result(graph.dot(rows, flow.name))
-  elseif format == "mermaid" then
-    log.result(graph.mermaid(rows))
-  else
-    log.result(graph.text(rows))
-  end
-  if not checked then
-    log.error(("flow %q would be refused%s: %s"):format(name, for_role, cerr))
+  log.result(format == "dot" and graph.dot(rows, flow.name) or RENDER[format](rows))
+  if refusal then
+    log.error(("flow %q would be refused%s: %s"):format(name, refusal.for_role, refusal.why))
     return 1
   end
   return 0

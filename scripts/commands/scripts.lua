@@ -5,9 +5,9 @@ local core = require "moonadm.core"
 local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
 
-local common = require "commands.common"
+local globals = require "framework.globals"
 local cli = require "framework.cli"
-local trust = require "framework.site.trust"
+local trust = require "framework.trust"
 
 local M = {}
 
@@ -46,7 +46,7 @@ local function prepare_dir(dir)
 end
 
 function M.main(argv)
-  local flags, args = flags_mod.parse(common.flags(common.global, M.export_flags), argv)
+  local flags, args = flags_mod.parse(globals.flags(globals.global, M.export_flags), argv)
   if not flags then error(args, 0) end
   local sub, dir = args[1], args[2]
   if sub == "list" then

@@ -1,6 +1,6 @@
 -- `moonadm token create|list|delete|generate`: kubeadm's `token` family over the API client
 -- (scripts/cluster/tokens.lua): the same Secrets, flags and output formats.
-local common = require "commands.common"
+local globals = require "framework.globals"
 local config = require "config"
 local flags_mod = require "framework.argv"
 local fs = require "moonadm.fs"
@@ -88,7 +88,7 @@ local TOKEN_FLAGS <const> = { KUBECONFIG, DRY }
 
 M.help = { [""] = { short = "Manage bootstrap tokens", long = TOKEN_LONG, flags = TOKEN_FLAGS } }
 for _, s in ipairs(subs) do
-  M.help[s[1]] = { short = s[2], long = LONGS[s[1]], args = ARGS[s[1]], flags = common.flags(TOKEN_FLAGS, s[3]) }
+  M.help[s[1]] = { short = s[2], long = LONGS[s[1]], args = ARGS[s[1]], flags = globals.flags(TOKEN_FLAGS, s[3]) }
 end
 
 local function usage() return cli.help_text { "token" } end
@@ -201,17 +201,17 @@ function M.main(argv)
   local entry
   for _, s in ipairs(subs) do if s[1] == sub then entry = s end end
   if not entry then
-    local spec = common.flags(common.global, { KUBECONFIG, DRY })
+    local spec = globals.flags(globals.global, { KUBECONFIG, DRY })
     local flags = flags_mod.parse(spec, argv)
     if sub and not sub:match("^%-") then error(("unknown command %q for \"moonadm token\""):format(sub), 0) end
-    if flags then common.setup(flags) end
+    if flags then globals.setup(flags) end
     log.result(usage())
     return 0
   end
-  local spec = common.flags(common.global, { KUBECONFIG, DRY }, entry[3])
+  local spec = globals.flags(globals.global, { KUBECONFIG, DRY }, entry[3])
   local flags, args = flags_mod.parse(spec, table.move(argv, 2, #argv, 1, {}))
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   if sub == "generate" then
     log.result(tokens.generate())
     return 0

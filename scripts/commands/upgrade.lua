@@ -1,7 +1,7 @@
 -- `moonadm upgrade plan|apply|node`. apply and node run their flows (scripts/flows/upgrade-*.lua)
 -- after reading the cluster's configuration (scripts/flows/upgrade/data.lua); plan prints the versions
 -- and targets (scripts/upgrade/plan.lua) with -o text|json|yaml.
-local common = require "commands.common"
+local globals = require "framework.globals"
 local config = require "config"
 local flags_mod = require "framework.argv"
 local flowcmd = require "commands.flowcmd"
@@ -94,10 +94,10 @@ function M.help_for(words)
 end
 
 function M.plan(argv)
-  local spec = common.flags(common.global, M.plan_flags)
+  local spec = globals.flags(globals.global, M.plan_flags)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   local given = {}
   for name in pairs(set) do if name ~= "output" and name ~= "kubeconfig" then given[name] = flags[name] end end
   local cfg, err = config.load { kind = "upgrade", files = flags.config and { flags.config } or {}, flags = given, args = args }
@@ -130,10 +130,10 @@ end
 -- `upgrade apply` would write for the version (the argument, else diff.kubernetesVersion of the
 -- UpgradeConfiguration, else the cluster's). As kubeadm's, no patches are applied.
 function M.diff(argv)
-  local spec = common.flags(common.global, M.diff_flags)
+  local spec = globals.flags(globals.global, M.diff_flags)
   local flags, args, set = flags_mod.parse(spec, argv)
   if not flags then error(args, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   if #args > 1 then error(("accepts at most 1 arg(s), received %d"):format(#args), 0) end
   local comps = { "kube-apiserver", "kube-controller-manager", "kube-scheduler" }
   for _, comp in ipairs(comps) do
@@ -157,9 +157,9 @@ function M.diff(argv)
     "[upgrade/diff] Use 'moonadm init phase upload-config kubeadm --config your-config-file' to re-upload it.\n")
   local out = log.out
   log.out = { write = function() end, flush = function() end }
-  local ok, perr = pcall(data.prepare, ctx, { apply = false })
+  local ok, prep_err = pcall(data.prepare, ctx, { apply = false })
   log.out = out
-  if not ok then error(perr, 0) end
+  if not ok then error(prep_err, 0) end
   ctx.cfg.init.patches = nil
   local target = args[1] or (d.kubernetesVersion ~= "" and d.kubernetesVersion) or ctx.cfg.cluster.kubernetesVersion
   if not target or target == "" then error("missing one or more required arguments. Required arguments: [version]", 0) end

@@ -8,7 +8,7 @@ local version = require "framework.version"
 local releases = require "config.releases"
 local yaml = require "moonadm.yaml"
 
-local common = require "commands.common"
+local globals = require "framework.globals"
 
 local M = {}
 
@@ -16,9 +16,9 @@ M.flags = { { name = "output", short = "o", type = "string", help = "Output form
 M.help = { [""] = { short = "Print the version of moonadm", flags = M.flags, children = {} } }
 
 function M.main(argv)
-  local flags, err = flags_mod.parse(common.flags(common.global, M.flags), argv)
+  local flags, err = flags_mod.parse(globals.flags(globals.global, M.flags), argv)
   if not flags then error(err, 0) end
-  common.setup(flags)
+  globals.setup(flags)
   flags.output = flags.output or ""
   local info = {
     moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,

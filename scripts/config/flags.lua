@@ -241,11 +241,10 @@ function flags.apply(rep, docs, command, given, args, from_files)
   for _, name in ipairs(names) do
     local spec = specs[name]
     local value, err = convert(name, given[name], spec[3] or "string")
-    if value == "" then
-      -- an empty string flag means "not set", as with kubeadm's flag defaults
-    elseif value == nil then
+    -- (an empty string flag means "not set", as with kubeadm's flag defaults)
+    if value == nil then
       errs[#errs + 1] = err
-    elseif spec[1] then
+    elseif value ~= "" and spec[1] then
       local ok, aerr = assign(rep, docs, name, spec, value)
       if not ok then errs[#errs + 1] = aerr end
     end

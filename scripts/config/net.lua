@@ -147,4 +147,24 @@ function net.split_host_port(s)
   return host, port
 end
 
+-- host:port as Go's net.JoinHostPort writes it: an IPv6 address in brackets. The one home of this
+-- text (and of the URLs below): every manifest, kubeconfig, probe and etcd URL is made here.
+function net.join_host_port(host, port)
+  if host:find(":", 1, true) then return ("[%s]:%s"):format(host, port) end
+  return ("%s:%s"):format(host, port)
+end
+
+-- scheme://host:port, IPv6 in brackets.
+function net.url(scheme, host, port) return ("%s://%s"):format(scheme, net.join_host_port(host, port)) end
+
+-- A local etcd member's URLs, as kubeadm writes them (etcdutil.GetPeerURL / GetClientURL).
+net.ETCD_CLIENT_PORT, net.ETCD_PEER_PORT = 2379, 2380
+function net.etcd_peer_url(host) return net.url("https", host, net.ETCD_PEER_PORT) end
+function net.etcd_client_url(host) return net.url("https", host, net.ETCD_CLIENT_PORT) end
+
+-- The host of a URL ("https://[fd00::1]:2380" -> "fd00::1"), or nil.
+function net.url_host(url)
+  return url:match("^%a[%w+.-]*://%[([^%]]+)%]") or url:match("^%a[%w+.-]*://([^:/,%[]+)")
+end
+
 return net

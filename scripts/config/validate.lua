@@ -5,7 +5,6 @@ local yaml <const> = require "moonadm.yaml"
 local schema <const> = require "config.schema"
 local checks <const> = require "config.checks"
 local duration <const> = require "config.duration"
-local C <const> = require "config.constants"
 local releases <const> = require "config.releases"
 local gates <const> = require "config.gates"
 

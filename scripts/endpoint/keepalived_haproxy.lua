@@ -253,14 +253,113 @@ local function haproxy_cfg(s, n, servers)
   for i = 1, M.SLOTS do
     local sv = servers[i]
     if sv then
-      lines[#lines + 1] = ("    server cp%d %s check verify none"):format(i, pod.join_host_port(sv.ip, sv.port))
+      lines[#lines + 1] = ("    server cp%d %s check verify none"):format(i, net.join_host_port(sv.ip, sv.port))
     else
-      lines[#lines + 1] = ("    server cp%d %s check verify none disabled"):format(i, pod.join_host_port(n.ip, n.port))
+      lines[#lines + 1] = ("    server cp%d %s check verify none disabled"):format(i, net.join_host_port(n.ip, n.port))
     end
   end
   lines[#lines + 1] = ""
   return table.concat(lines, "\n")
 end
+
+-- The rest of backends.lua, the same on every node: the token, the EndpointSlice read through one
+-- destination after the other, the slots moved, the task. (haproxy's Lua 5.3; kept as one text.)
+local BACKENDS_LUA_BODY <const> = [==[
+-- the token, or nil and why (a join or init writes it once the apiserver answers)
+local function token()
+  local f, err = io.open(TOKEN_FILE, "r")
+  if not f then return nil, "reading the reader token: " .. tostring(err) end
+  local t = (f:read("a") or ""):gsub("%s+$", "")
+  f:close()
+  if t == "" then return nil, TOKEN_FILE .. " is empty" end
+  return t
+end
+
+-- the slice's endpoints as a set of "ip port" read through dst, or nil and why
+local function fetch(tok, dst)
+  local hc = core.httpclient()
+  local ok, res = pcall(hc.get, hc, { url = URL, dst = dst, timeout = 3000,
+    headers = { ["authorization"] = { "Bearer " .. tok }, ["accept"] = { "application/json" } } })
+  if not ok then return nil, tostring(res) end
+  if res and res.status == 503 and not (res.body or ""):find("Status", 1, true) then
+    return nil, "HTTP 503 from haproxy's client: " .. dst .. " refused, timed out or failed the check against the cluster CA"
+  end
+  if not res or res.status ~= 200 then return nil, "HTTP " .. tostring(res and res.status) .. " from " .. dst end
+  local port = res.body:match('"ports":%s*%[.-"port":%s*(%d+)')
+  if not port then return nil, "no port in the EndpointSlice" end
+  local want, n = {}, 0
+  for list in res.body:gmatch('"addresses":%s*%[(.-)%]') do
+    for ip in list:gmatch('"([^"]+)"') do
+      -- an address, nothing else, becomes a server (the answer is read, not trusted)
+      if ip:match("^[%x.:]+$") and #ip <= 45 and not want[ip .. " " .. port] then
+        want[ip .. " " .. port], n = true, n + 1
+      end
+    end
+  end
+  if n == 0 then return nil, "no addresses in the EndpointSlice" end
+  return want
+end
+
+local function apply(want)
+  local servers = core.backends[BACKEND].servers
+  for i = 1, SLOTS do
+    local have = slots[i]
+    if have and not want[have] then
+      servers["cp" .. i]:set_maint()
+      slots[i] = nil
+      core.Info(("[moonadm] backend cp%d: %s removed (no longer a kube-apiserver endpoint)"):format(i, have))
+    end
+  end
+  local placed = {}
+  for _, a in pairs(slots) do placed[a] = true end
+  local sorted = {}
+  for a in pairs(want) do if not placed[a] then sorted[#sorted + 1] = a end end
+  table.sort(sorted)
+  for _, a in ipairs(sorted) do
+    for i = 1, SLOTS do
+      if not slots[i] then
+        local ip, port = a:match("^(%S+) (%d+)$")
+        local sv = servers["cp" .. i]
+        sv:set_addr(ip, tonumber(port))
+        sv:set_ready()
+        slots[i] = a
+        core.Info(("[moonadm] backend cp%d: %s added (a kube-apiserver endpoint)"):format(i, a))
+        break
+      end
+    end
+  end
+end
+
+-- one pass: "ok from DST", or why nothing changed
+local function sync()
+  local tok, why = token()
+  if not tok then return why end
+  local errs = {}
+  for _, dst in ipairs(DSTS) do
+    local want, err = fetch(tok, dst)
+    if want then
+      apply(want)
+      return "ok from " .. dst
+    end
+    errs[#errs + 1] = err
+  end
+  return table.concat(errs, "; ")
+end
+
+core.register_task(function()
+  local last
+  while true do
+    -- an error in one pass (a malformed answer, a bug) must not end the task
+    local ok, state = pcall(sync)
+    state = ok and state or ("error: " .. tostring(state))
+    if state ~= last then
+      core.Info("[moonadm] apiserver backends: " .. state)
+      last = state
+    end
+    core.msleep(PERIOD_MS)
+  end
+end)
+]==]
 
 -- haproxy's Lua 5.3 (not moonadm's): read the EndpointSlice every SYNC_SECONDS from this node's
 -- own apiserver (so a lost VIP does not blind it), else through the VIP (a node whose apiserver is
@@ -278,106 +377,12 @@ local function backends_lua(s, n, servers)
     "-- haproxy checks a certificate's DNS names, never its IP addresses); DSTS are where it is dialled.",
     ("local URL = %q"):format(("https://kubernetes:%d/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes")
       :format(n.port)),
-    ("local DSTS = { %q, %q }"):format(pod.join_host_port(n.ip, n.port), pod.join_host_port(s.address, s.port)),
+    ("local DSTS = { %q, %q }"):format(net.join_host_port(n.ip, n.port), net.join_host_port(s.address, s.port)),
     ("local TOKEN_FILE = %q"):format(M.TOKEN_FILE),
     ("local BACKEND, SLOTS, PERIOD_MS = %q, %d, %d"):format(M.BACKEND, M.SLOTS, M.SYNC_SECONDS * 1000),
     "local slots = { " .. table.concat(initial, ", ") .. " } -- slot -> \"ip port\" (haproxy.cfg's servers)",
     "",
-    "-- the token, or nil and why (a join or init writes it once the apiserver answers)",
-    "local function token()",
-    "  local f, err = io.open(TOKEN_FILE, \"r\")",
-    "  if not f then return nil, \"reading the reader token: \" .. tostring(err) end",
-    "  local t = (f:read(\"a\") or \"\"):gsub(\"%s+$\", \"\")",
-    "  f:close()",
-    "  if t == \"\" then return nil, TOKEN_FILE .. \" is empty\" end",
-    "  return t",
-    "end",
-    "",
-    "-- the slice's endpoints as a set of \"ip port\" read through dst, or nil and why",
-    "local function fetch(tok, dst)",
-    "  local hc = core.httpclient()",
-    "  local ok, res = pcall(hc.get, hc, { url = URL, dst = dst, timeout = 3000,",
-    "    headers = { [\"authorization\"] = { \"Bearer \" .. tok }, [\"accept\"] = { \"application/json\" } } })",
-    "  if not ok then return nil, tostring(res) end",
-    "  if res and res.status == 503 and not (res.body or \"\"):find(\"Status\", 1, true) then",
-    "    return nil, \"HTTP 503 from haproxy's client: \" .. dst .. \" refused, timed out or failed the check against the cluster CA\"",
-    "  end",
-    "  if not res or res.status ~= 200 then return nil, \"HTTP \" .. tostring(res and res.status) .. \" from \" .. dst end",
-    "  local port = res.body:match('\"ports\":%s*%[.-\"port\":%s*(%d+)')",
-    "  if not port then return nil, \"no port in the EndpointSlice\" end",
-    "  local want, n = {}, 0",
-    "  for list in res.body:gmatch('\"addresses\":%s*%[(.-)%]') do",
-    "    for ip in list:gmatch('\"([^\"]+)\"') do",
-    "      -- an address, nothing else, becomes a server (the answer is read, not trusted)",
-    "      if ip:match(\"^[%x.:]+$\") and #ip <= 45 and not want[ip .. \" \" .. port] then",
-    "        want[ip .. \" \" .. port], n = true, n + 1",
-    "      end",
-    "    end",
-    "  end",
-    "  if n == 0 then return nil, \"no addresses in the EndpointSlice\" end",
-    "  return want",
-    "end",
-    "",
-    "local function apply(want)",
-    "  local servers = core.backends[BACKEND].servers",
-    "  for i = 1, SLOTS do",
-    "    local have = slots[i]",
-    "    if have and not want[have] then",
-    "      servers[\"cp\" .. i]:set_maint()",
-    "      slots[i] = nil",
-    "      core.Info((\"[moonadm] backend cp%d: %s removed (no longer a kube-apiserver endpoint)\"):format(i, have))",
-    "    end",
-    "  end",
-    "  local placed = {}",
-    "  for _, a in pairs(slots) do placed[a] = true end",
-    "  local sorted = {}",
-    "  for a in pairs(want) do if not placed[a] then sorted[#sorted + 1] = a end end",
-    "  table.sort(sorted)",
-    "  for _, a in ipairs(sorted) do",
-    "    for i = 1, SLOTS do",
-    "      if not slots[i] then",
-    "        local ip, port = a:match(\"^(%S+) (%d+)$\")",
-    "        local sv = servers[\"cp\" .. i]",
-    "        sv:set_addr(ip, tonumber(port))",
-    "        sv:set_ready()",
-    "        slots[i] = a",
-    "        core.Info((\"[moonadm] backend cp%d: %s added (a kube-apiserver endpoint)\"):format(i, a))",
-    "        break",
-    "      end",
-    "    end",
-    "  end",
-    "end",
-    "",
-    "-- one pass: \"ok from DST\", or why nothing changed",
-    "local function sync()",
-    "  local tok, why = token()",
-    "  if not tok then return why end",
-    "  local errs = {}",
-    "  for _, dst in ipairs(DSTS) do",
-    "    local want, err = fetch(tok, dst)",
-    "    if want then",
-    "      apply(want)",
-    "      return \"ok from \" .. dst",
-    "    end",
-    "    errs[#errs + 1] = err",
-    "  end",
-    "  return table.concat(errs, \"; \")",
-    "end",
-    "",
-    "core.register_task(function()",
-    "  local last",
-    "  while true do",
-    "    -- an error in one pass (a malformed answer, a bug) must not end the task",
-    "    local ok, state = pcall(sync)",
-    "    state = ok and state or (\"error: \" .. tostring(state))",
-    "    if state ~= last then",
-    "      core.Info(\"[moonadm] apiserver backends: \" .. state)",
-    "      last = state",
-    "    end",
-    "    core.msleep(PERIOD_MS)",
-    "  end",
-    "end)",
-    "",
+    BACKENDS_LUA_BODY,
   }, "\n")
 end
 

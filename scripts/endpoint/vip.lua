@@ -298,7 +298,7 @@ function M.wait(ctx, s, timeout)
     log.info("[dryrun] Would wait for the virtual IP %s (port %d) to answer /healthz", s.address, s.port)
     return
   end
-  local url = ("https://%s:%d"):format(s.address:find(":", 1, true) and ("[" .. s.address .. "]") or s.address, s.port)
+  local url = cnet.url("https", s.address, s.port)
   local c, err = client.new { server = url, ca_file = fs.path(render.CA_FILE), timeout = 5, request_timeout = 2 }
   if not c then error(("an API client for %s: %s"):format(url, tostring(err)), 0) end
   log.info("[control-plane-endpoint] Waiting for the virtual IP: %s/healthz", url)

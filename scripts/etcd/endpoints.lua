@@ -55,7 +55,8 @@ function M.endpoints_from_pods(client, opts)
   opts = opts or {}
   local timeout, interval = opts.timeout or M.TIMEOUT, opts.interval or M.INTERVAL
   local sleep, clock = opts.sleep or core.sleep, opts.clock or core.monotonic
-  local t0, n, last = clock(), 0, nil
+  local t0, n = clock(), 0
+  local last
   while true do
     n = n + 1
     local urls, err = once(client)

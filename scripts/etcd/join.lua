@@ -3,6 +3,7 @@
 -- then add this member as a learner (idempotent by peer URL), write the etcd manifest with the
 -- returned members as --initial-cluster and --initial-cluster-state=existing, wait for it to join,
 -- and promote it once it has caught up.
+local cnet = require "config.net"
 local config = require "config"
 local core = require "moonadm.core"
 local duration = require "config.duration"
@@ -60,8 +61,7 @@ end
 function M.join(ctx)
   if not local_etcd(ctx) then return end
   local addr = nodeview.advertise_address(ctx)
-  local host = addr:find(":", 1, true) and ("[" .. addr .. "]") or addr
-  local peer, client_url = ("https://%s:2380"):format(host), ("https://%s:2379"):format(host)
+  local peer, client_url = cnet.etcd_peer_url(addr), cnet.etcd_client_url(addr)
   local name = nodeview.name(ctx)
   local m = M.client(ctx)
   if ctx.dry_run then

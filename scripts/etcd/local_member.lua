@@ -6,6 +6,7 @@
 -- the endpoints the etcd pods advertise (KEP-2506 annotations), never of a stored list; when the
 -- cluster cannot be read (or those endpoints fail), of the local etcd itself, with this node's
 -- certificates. The last member is recognised at once (etcd.members refuses it without retrying).
+local cnet = require "config.net"
 local clean = require "node.clean"
 local endpoints = require "etcd.endpoints"
 local config = require "config"
@@ -49,10 +50,7 @@ function M.data_dir(cluster)
   return dir, "manifest"
 end
 
-function M.peer_url(advertise)
-  if advertise:find(":", 1, true) then return ("https://[%s]:2380"):format(advertise) end
-  return ("https://%s:2380"):format(advertise)
-end
+function M.peer_url(advertise) return cnet.etcd_peer_url(advertise) end
 
 local function etcd_timeout(ctx)
   local t = ctx.cfg and ctx.cfg.reset and ctx.cfg.reset.timeouts and ctx.cfg.reset.timeouts.etcdAPICall
@@ -176,8 +174,9 @@ end
 
 -- May the data dir go? Only when this member is out of the cluster (removed now or before, never
 -- there, the last one), or the user said so.
-function M.wipe_allowed(ctx, r, dir)
-  if r.etcd_wipe_ok or M.removed_before(dir) then return true end
+-- removed: remove-etcd-member found the member out of the cluster.
+function M.wipe_allowed(ctx, removed, dir)
+  if removed or M.removed_before(dir) then return true end
   return ctx.flags ~= nil and ctx.flags[M.UNSAFE_FLAG] == true
 end
 

@@ -107,7 +107,8 @@ function Members:client() return self.c end
 function Members:retry(what, attempt, timeout)
   timeout = timeout or self.timeout
   local t0 = self.clock()
-  local n, lasterr, lastkind = 0, nil, nil
+  local n = 0
+  local lasterr, lastkind
   while true do
     n = n + 1
     local a, b, c = attempt(n)

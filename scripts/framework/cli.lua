@@ -8,11 +8,11 @@
 -- `phase` commands) also exports `help_for(words)`. `-h`/`--help` anywhere on the line prints that
 -- command's help from this data before the command reads any config.
 local lazy = require "framework.lazy"
-local common = require "commands.common"
+local globals = require "framework.globals"
 local errors = require "framework.errors"
 local help = lazy.require "framework.help"
 local log = require "framework.log"
-local runner = lazy.require "framework.runner" -- for its API-failure check, after a command that used the API
+local results = require "framework.results"
 
 local M = {}
 
@@ -94,7 +94,7 @@ function M.node(words)
   if #words == 0 or not by_name[words[1]] then
     local children = {}
     for _, c in ipairs(commands) do children[#children + 1] = { name = c[1], short = c[3] } end
-    return { path = "moonadm", long = ROOT_LONG, children = children, runnable = false, flags = common.shown_globals(), globals = {} }, 0
+    return { path = "moonadm", long = ROOT_LONG, children = children, runnable = false, flags = globals.shown_globals(), globals = {} }, 0
   end
   local top = words[1]
   if top == "help" then
@@ -123,7 +123,7 @@ function M.node(words)
     node.children = d and d.children
   end
   node.children = node.children or {}
-  if node.globals == nil then node.globals = common.shown_globals() end
+  if node.globals == nil then node.globals = globals.shown_globals() end
   return node, used
 end
 
@@ -165,7 +165,7 @@ function M.help_text(words) return help.render((M.node(words))) end
 -- `moonadm -v 5 init ...`: global flags before the command move after it (cobra takes them anywhere).
 local function command_first(argv)
   local takes_value = {}
-  for _, f in ipairs(common.global) do
+  for _, f in ipairs(globals.global) do
     if f.type ~= "bool" then
       takes_value["--" .. f.name] = true
       if f.short then takes_value["-" .. f.short] = true end
@@ -224,8 +224,8 @@ function M.main(argv)
     if log.verbosity >= 5 then return debug.traceback(tostring(e), 2) end
     return tostring(e)
   end)
-  -- failures the command got back outside any phase and never read (scripts/framework/runner.lua)
-  local unchecked = package.loaded["kube.client"] and runner.unchecked_failures(name)
+  -- failures the command got back outside any phase and never read (framework/results.lua)
+  local unchecked = results.unchecked(name)
   if not ok then
     log.error(errors.message(rc))
     return errors.code(rc)

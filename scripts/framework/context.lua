@@ -1,7 +1,6 @@
 -- The run context every phase receives: the effective configuration, feature gates, flags, and
 -- file access under the root that records what each phase wrote (for the journal) and that, under
 -- --dry-run, writes into a temp dir instead and prints every intended write.
-local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
 local encoding = require "moonadm.encoding"
@@ -16,7 +15,7 @@ M.__index = M
 --   * or it is one of these per-run memos, filled by the getter named, whichever phase asks first:
 M.CACHES = {
   client = "cluster.admin.client: the run's admin API client",
-  site_clients = "framework.site.api: ctx:client(which)'s clients",
+  site_clients = "site.api: ctx:client(which)'s clients",
   upgrade_poll_client = "upgrade.control_plane: short-timeout client for the mirror-pod polls",
   etcd = "etcd.join.client: the etcd members client of a joining control plane",
   cri_socket = "cri.socket.socket: the node's CRI socket, once detected",

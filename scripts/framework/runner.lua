@@ -6,6 +6,7 @@ local errors = require "framework.errors"
 local lazy = require "framework.lazy"
 local context = lazy.require "framework.context" -- CACHES, read during a run only
 local log = require "framework.log"
+local results = require "framework.results"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 
@@ -118,148 +119,147 @@ local function fmt_duration(s)
   return ("%.2fs"):format(s)
 end
 
--- API failures a phase got back and never read (kube.client tracks them, when it is loaded at
--- all): each is logged as an error at the end of the phase; MOONADM_STRICT_RESULTS=1 (set by the
--- test suites) makes them fail a phase that otherwise succeeded. Returns that failure's message.
-M.strict_results = os.getenv("MOONADM_STRICT_RESULTS") == "1"
-local function unchecked_failures(path)
-  local client = package.loaded["kube.client"]
-  if not client then return nil end
-  local list, dropped = client.unchecked()
-  if #list == 0 and dropped == 0 then return nil end
-  for _, u in ipairs(list) do
-    log.error(("[%s] an API call failed and nothing checked its result (%s): %s"):format(path, u.site, u.message))
-  end
-  if dropped > 0 then log.error(("[%s] %d more unchecked API failures were not kept"):format(path, dropped)) end
-  if not M.strict_results then return nil end
-  local first = list[1] or { site = "?", message = "not kept" }
-  return ("%d API failure%s never checked (first at %s: %s)"):format(#list + dropped,
-    #list + dropped == 1 and " was" or "s were", first.site, first.message)
+local function data_keys(ctx)
+  local t = {}
+  for k in pairs(ctx.data or {}) do t[k] = true end
+  return t
 end
-M.unchecked_failures = unchecked_failures
 
--- The ctx.data keys a phase added that neither it (`data`, next to `provides`) nor the per-run
--- memos (framework.context CACHES) declare: each is logged; under MOONADM_STRICT_RESULTS=1 the
--- phase fails. Returns that failure's message.
-local function undeclared_data(path, p, ctx, before)
+-- The ctx.data keys `who` added that neither its declaration (a phase's `data`, next to `provides`;
+-- a run-data initializer's keys) nor the per-run memos (framework.context CACHES) name. Returns the
+-- failure's message, or nil: every value passed from phase to phase is declared where it is made.
+local function undeclared_data(who, declared_list, ctx, before)
   local declared = {}
-  local list = type(p.data) == "function" and p.data(ctx) or p.data or {}
-  for _, k in ipairs(list) do declared[k] = true end
+  for _, k in ipairs(list_of(declared_list, ctx)) do declared[k] = true end
   local bad = {}
   for k in pairs(ctx.data or {}) do
     if before[k] == nil and not declared[k] and not context.CACHES[k] then bad[#bad + 1] = tostring(k) end
   end
   if #bad == 0 then return nil end
   table.sort(bad)
-  local msg = ("phase %s set ctx.data.%s without declaring it (data = {...} next to provides)"):format(path,
+  return ("%s set ctx.data.%s without declaring it (data = {...} next to provides)"):format(who,
     table.concat(bad, ", ctx.data."))
-  log.error(("[%s] %s"):format(path, msg))
-  return M.strict_results and msg or nil
 end
 
-local function data_keys(ctx)
-  local t = {}
-  for k in pairs(ctx.data or {}) do t[k] = true end
-  return t
+-- What a step left behind: API failures it never read, keys it did not declare. nil when clean.
+-- where: a phase path or "join preparation"; who: how the data check names it.
+local function leftovers(where, who, declared, ctx, before)
+  return results.unchecked(where) or undeclared_data(who, declared, ctx, before)
 end
-M.data_keys, M.undeclared_data = data_keys, undeclared_data
 
--- Runs the selected nodes (M.execute's body).
-local function execute_nodes(nodes, ctx, opts)
-  opts = opts or {}
-  local journal = opts.journal
-  -- A phase's prepare(ctx, selected) gets the names of its children that will run (the runner's
-  -- selection: filter, skips, gates), so no phase reads --skip-phases; its error is raised by the
-  -- first of them that runs ("error execution phase certs/ca: ..."), or by the phase itself.
-  local deferred -- {node=, err=}
-  local function selected_children(node)
-    local sel = {}
-    for _, m in ipairs(nodes) do
-      if m.parent == node and m.status == "run" then sel[m.name] = true end
-    end
-    return sel
+-- The run-data initializer (kubeadm's SetDataInitializer): what every phase of the run reads,
+-- made once before the flow is resolved (it may set the gates the flow's `when` reads).
+-- init = {run = fn(ctx), keys = {declared ctx.data keys}, name = "join preparation"}.
+local function initialize(init, ctx)
+  if not init then return true end
+  local before = data_keys(ctx)
+  local ok, err = pcall(init.run, ctx)
+  if not ok then return nil, err end
+  local left = leftovers(init.name, init.name, init.keys, ctx, before)
+  if left then return nil, left end
+  return true
+end
+
+-- --resume: true when the journal records this phase done with the same inputs (it is skipped).
+local function resumed(n, opts, digest)
+  local journal, p = opts.journal, n.phase
+  if not (opts.resume and journal) then return false end
+  local e = journal.data.phases[n.path]
+  if not p.always_run and journal:done(n.path, digest) then
+    log.info("[resume] Skipping phase %q: the journal records it done%s with the same inputs", n.path,
+      e and e.done and (" at " .. os.date("!%Y-%m-%dT%H:%M:%SZ", e.done)) or "")
+    log.event { type = "phase-skip", phase = n.path, reason = "resume" }
+    return true
   end
-  for _, n in ipairs(nodes) do
-    if n.status == "run" then
-      local p = n.phase
-      local digest = journal and journal:digest(n.path, ctx)
-      -- Checks (preflight) always run again: they are what decides whether resuming is safe.
-      if opts.resume and journal and not p.always_run and journal:done(n.path, digest) then
-        local e = journal.data.phases[n.path]
-        log.info("[resume] Skipping phase %q: the journal records it done%s with the same inputs", n.path,
-          e and e.done and (" at " .. os.date("!%Y-%m-%dT%H:%M:%SZ", e.done)) or "")
-        log.event { type = "phase-skip", phase = n.path, reason = "resume" }
-        n.result = "resumed"
-      else
-        if opts.resume and journal and (p.run or p.run_if or p.prepare) then
-          local e = journal.data.phases[n.path]
-          local why = p.always_run and "it is a check, which always runs again"
-            or (e and "its inputs changed since the journal recorded it")
-            or "the journal does not record it as done"
-          log.info("[resume] Running phase %q: %s", n.path, why)
-        end
-        local ok, go = true, true
-        if p.run_if then
-          ok, go = pcall(p.run_if, ctx)
-          if not ok then
-            return nil, ("error execution run condition for phase %s: %s"):format(n.path, errors.message(go))
-          end
-        end
-        if go and p.prepare then
-          local before = data_keys(ctx)
-          local pok, perr = pcall(p.prepare, ctx, selected_children(n))
-          local undeclared = pok and undeclared_data(n.path, p, ctx, before)
-          if undeclared then pok, perr = false, undeclared end
-          if not pok then
-            if not p.children then return nil, ("error execution phase %s: %s"):format(n.path, errors.message(perr)) end
-            deferred = { node = n, err = perr }
-          end
-        end
-        if go and p.run then
-          local t0 = core.monotonic()
-          log.event { type = "phase-start", phase = n.path }
-          if log.tty and log.verbosity == 0 then log.err:write(("\27[2m▸ %s\27[0m\n"):format(n.path)) end
-          ctx.artifacts = {}
-          ctx.phase_path = n.path
-          local ran, err
-          local before = data_keys(ctx)
-          if deferred and descends(n, deferred.node) then
-            ran, err, deferred = false, deferred.err, nil
-          else
-            ran, err = xpcall(p.run, function(e)
-              if errors.is(e) or log.verbosity < 5 then return e end
-              return debug.traceback(tostring(e), 2)
-            end, ctx)
-          end
-          local dt = core.monotonic() - t0
-          local failed_with = not ran and errors.message(err) -- read first: a raised API error is checked
-          local unchecked = unchecked_failures(n.path)
-          if ran and unchecked then ran, err, failed_with = false, unchecked, unchecked end
-          local undeclared = ran and undeclared_data(n.path, p, ctx, before)
-          if undeclared then ran, err, failed_with = false, undeclared, undeclared end
-          if not ran then
-            log.event { type = "phase-end", phase = n.path, status = "failed", duration = dt }
-            local msg = ("error execution phase %s: %s"):format(n.path, failed_with)
-            return nil, errors.is(err) and errors.new(err.code, msg) or msg
-          end
-          log.event { type = "phase-end", phase = n.path, status = "done", duration = dt }
-          log.v(1, "[%s] done in %s", n.path, fmt_duration(dt))
-          n.result = "done"
-          if journal then
-            local jok, jerr = journal:record(n.path, digest, ctx.artifacts)
-            if not jok then return nil, ("error execution phase %s: journal: %s"):format(n.path, jerr) end
-          end
-        elseif not go then
-          log.v(1, "[%s] run condition false: skipped", n.path)
-          n.result = "condition"
-        end
-      end
-    end
+  if p.run or p.run_if or p.prepare then
+    -- Checks (preflight) always run again: they are what decides whether resuming is safe.
+    local why = p.always_run and "it is a check, which always runs again"
+      or (e and "its inputs changed since the journal recorded it")
+      or "the journal does not record it as done"
+    log.info("[resume] Running phase %q: %s", n.path, why)
+  end
+  return false
+end
+
+-- A phase's prepare(ctx, selected) gets the names of its children that will run (the runner's
+-- selection: filter, skips, gates), so no phase reads --skip-phases. Its error is raised by the
+-- first of them that runs ("error execution phase certs/ca: ..."), or by a leaf phase itself.
+local function prepare(run, n, ctx)
+  local sel = {}
+  for _, m in ipairs(run.nodes) do
+    if m.parent == n and m.status == "run" then sel[m.name] = true end
+  end
+  local before = data_keys(ctx)
+  local ok, err = pcall(n.phase.prepare, ctx, sel)
+  if ok then
+    local bad = undeclared_data("phase " .. n.path, n.phase.data, ctx, before)
+    if bad then ok, err = false, bad end
+  end
+  if ok then return true end
+  if not n.phase.children then return nil, ("error execution phase %s: %s"):format(n.path, errors.message(err)) end
+  run.deferred = { node = n, err = err }
+  return true
+end
+
+-- The phase's run, timed and announced; a deferred prepare error of an ancestor is raised here.
+local function call(run, n, ctx)
+  log.event { type = "phase-start", phase = n.path }
+  if log.tty and log.verbosity == 0 then log.err:write(("\27[2m▸ %s\27[0m\n"):format(n.path)) end
+  ctx.artifacts, ctx.phase_path = {}, n.path
+  if run.deferred and descends(n, run.deferred.node) then
+    local err = run.deferred.err
+    run.deferred = nil
+    return false, err
+  end
+  return xpcall(n.phase.run, function(e)
+    if errors.is(e) or log.verbosity < 5 then return e end
+    return debug.traceback(tostring(e), 2)
+  end, ctx)
+end
+
+-- One selected phase: resume, run condition, prepare, run, checks, journal record.
+local function execute_node(run, n, ctx, opts)
+  local p = n.phase
+  local digest = opts.journal and opts.journal:digest(n.path, ctx)
+  if resumed(n, opts, digest) then n.result = "resumed" return true end
+  local go = true
+  if p.run_if then
+    local ok, v = pcall(p.run_if, ctx)
+    if not ok then return nil, ("error execution run condition for phase %s: %s"):format(n.path, errors.message(v)) end
+    go = v
+  end
+  if not go then
+    log.v(1, "[%s] run condition false: skipped", n.path)
+    n.result = "condition"
+    return true
+  end
+  if p.prepare then
+    local ok, err = prepare(run, n, ctx)
+    if not ok then return nil, err end
+  end
+  if not p.run then return true end
+  local t0, before = core.monotonic(), data_keys(ctx)
+  local ran, err = call(run, n, ctx)
+  local dt = core.monotonic() - t0
+  local failed_with = not ran and errors.message(err) -- read first: a raised API error is checked
+  local left = ran and leftovers(n.path, "phase " .. n.path, p.data, ctx, before)
+  if left then ran, err, failed_with = false, left, left end
+  if not ran then
+    log.event { type = "phase-end", phase = n.path, status = "failed", duration = dt }
+    local msg = ("error execution phase %s: %s"):format(n.path, failed_with)
+    return nil, errors.is(err) and errors.new(err.code, msg) or msg
+  end
+  log.event { type = "phase-end", phase = n.path, status = "done", duration = dt }
+  log.v(1, "[%s] done in %s", n.path, fmt_duration(dt))
+  n.result = "done"
+  if opts.journal then
+    local ok, jerr = opts.journal:record(n.path, digest, ctx.artifacts)
+    if not ok then return nil, ("error execution phase %s: journal: %s"):format(n.path, jerr) end
   end
   return true
 end
 
--- Runs the selected nodes. opts: {journal = journal or nil, resume = bool}.
+-- Runs the selected nodes, in order. opts: {journal = journal or nil, resume = bool}.
 -- Returns true | nil, err (err is an errors object or string, already wrapped with the phase name).
 -- The run's file writes form one group (moonadm.fs group commit): made durable together whenever
 -- something outside could look (a process, an API or etcd call, a wait: the bindings commit
@@ -267,8 +267,18 @@ end
 -- group's first file, renamed first: a crash mid-commit leaves it naming phases whose files did
 -- not land, which --resume runs again (journal:done checks each recorded file on disk).
 function M.execute(nodes, ctx, opts)
+  opts = opts or {}
+  local run = { nodes = nodes }
   fs.group_begin()
-  local r = table.pack(pcall(execute_nodes, nodes, ctx, opts))
+  local r = table.pack(pcall(function()
+    for _, n in ipairs(nodes) do
+      if n.status == "run" then
+        local ok, err = execute_node(run, n, ctx, opts)
+        if not ok then return nil, err end
+      end
+    end
+    return true
+  end))
   local cok, cerr = fs.group_end()
   if not cok and not (r[1] and r[2]) then -- the phase's own error is what is raised; this one is said too
     log.error("making the run's files durable failed as well: %s", cerr)
@@ -278,26 +288,37 @@ function M.execute(nodes, ctx, opts)
   return table.unpack(r, 2, r.n)
 end
 
--- Resolve, select, check and execute: the whole of `moonadm init` (or any flow).
+-- A flow the static check refuses runs only with --force-order, said loudly.
+local function refused(flow, err, opts)
+  if not opts.force_order then
+    return ("flow %q refused before any phase ran: %s\n(--force-order runs it anyway, for experiments)")
+      :format(flow.name, err)
+  end
+  local bar = ("!"):rep(78)
+  log.warn("%s", bar)
+  log.warn("--force-order: running flow %q although its static check refuses it:", flow.name)
+  for line in (err .. "\n"):gmatch("(.-)\n") do log.warn("  %s", line) end
+  log.warn("this run is an experiment: it may hang, fail midway or leave a broken node")
+  log.warn("%s", bar)
+  log.event { type = "force-order", flow = flow.name, refusal = err }
+  return nil
+end
+
+-- The whole run of `moonadm init` (or any flow): the run data initialized, the flow resolved
+-- and selected, its static check, its phases executed. opts: {init = initializer (above),
+-- journal, resume, filter = "phase/path", skip = {paths}, force_order}. ctx.journal is the run's.
+-- Returns true | nil, err; an initializer's error is returned as it is (no phase ran).
 function M.run(flow, ctx, opts)
+  ctx.journal = opts.journal
+  local ok, err = initialize(opts.init, ctx)
+  if not ok then return nil, err end
   local nodes, by_path = M.resolve(flow, ctx)
-  local ok, err = M.select(nodes, by_path, opts)
+  ok, err = M.select(nodes, by_path, opts)
   if not ok then return nil, err end
   if not opts.filter then
     ok, err = M.check(nodes, ctx)
-    if not ok then
-      if not opts.force_order then
-        return nil, ("flow %q refused before any phase ran: %s\n(--force-order runs it anyway, for experiments)")
-          :format(flow.name, err)
-      end
-      local bar = ("!"):rep(78)
-      log.warn("%s", bar)
-      log.warn("--force-order: running flow %q although its static check refuses it:", flow.name)
-      for line in (err .. "\n"):gmatch("(.-)\n") do log.warn("  %s", line) end
-      log.warn("this run is an experiment: it may hang, fail midway or leave a broken node")
-      log.warn("%s", bar)
-      log.event { type = "force-order", flow = flow.name, refusal = err }
-    end
+    local refusal = not ok and refused(flow, err, opts)
+    if refusal then return nil, refusal end
   end
   return M.execute(nodes, ctx, opts)
 end

@@ -16,17 +16,14 @@ local api = require "moonadm.api"
 local core = require "moonadm.core"
 local json = require "kube.json"
 local kubeconfig = require "kube.kubeconfig"
+local log = require "framework.log"
+local results = require "framework.results"
 
 local M = {}
 M.json = json
 
 local C = {}
 C.__index = C
-
-local function logger()
-  local ok, log = pcall(require, "framework.log")
-  return ok and log or nil
-end
 
 -- ---- errors ----------------------------------------------------------------
 
@@ -99,6 +96,7 @@ function M.unchecked()
   pending, overflow = {}, setmetatable({}, { __mode = "k" })
   return out, dropped
 end
+results.register(M.unchecked)
 
 local reasons = {
   [400] = "BadRequest", [401] = "Unauthorized", [403] = "Forbidden", [404] = "NotFound",
@@ -309,13 +307,12 @@ local function retryable_status(st) return st == 429 or (st >= 500 and st ~= 501
 -- on_data=, no_retry=}. Returns resp (any status) or nil, err (transport, after retries).
 function C:raw(method, path, o)
   o = o or {}
-  local log = logger()
   local budget = o.timeout or self.timeout
   local start = core.monotonic()
   local attempt, delay = 0, self.backoff
   local headers = { Accept = o.accept or "application/json" }
   if o.content_type then headers["Content-Type"] = o.content_type end
-  if log and log.verbosity >= 8 and o.body then
+  if log.verbosity >= 8 and o.body then
     log.v(8, "Request body: %s", show_body(o.body))
   end
   while true do
@@ -333,7 +330,7 @@ function C:raw(method, path, o)
       timeout = math.max(rt, 0.05), on_data = on_data, max_body = o.max_body,
     }
     local url = self.server .. path
-    if log and log.verbosity >= 6 then
+    if log.verbosity >= 6 then
       log.v(6, "%s %s %s in %d milliseconds", method, url .. (o.query and next(o.query) and "?" .. api.query(o.query) or ""),
         resp and tostring(resp.status) or ("failed: " .. tostring(kind)), math.floor((core.monotonic() - start) * 1000))
     end
@@ -360,7 +357,7 @@ function C:raw(method, path, o)
       err.attempts = attempt
       return nil, err
     end
-    if log then log.v(2, "%s %s: %s; retrying in %.2fs (attempt %d)", method, url, tostring(err.message), wait, attempt) end
+    log.v(2, "%s %s: %s; retrying in %.2fs (attempt %d)", method, url, tostring(err.message), wait, attempt)
     self.sleep(wait)
     delay = delay * 2
   end
@@ -379,8 +376,7 @@ function C:call(method, ref_or_path, o)
   local resp, err = self:raw(method, path, o)
   if not resp then return nil, err end
   if resp.status < 200 or resp.status >= 300 then return nil, status_error(resp, method, path) end
-  local log = logger()
-  if log and log.verbosity >= 9 then log.v(9, "Response body: %s", show_body(resp.body)) end
+  if log.verbosity >= 9 then log.v(9, "Response body: %s", show_body(resp.body)) end
   if resp.body == "" then
     if method == "DELETE" then return true end
     -- the API answers every other verb with the object (or a list): an empty 2xx is no result
@@ -572,65 +568,11 @@ function C:get_or_create(obj, o)
   return nil, err
 end
 
--- Watches a collection (ref.name narrows it with a field selector). handler(event) gets
--- {type="ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", object=}; returning false stops the watch.
--- o = {resource_version=, timeout= (s, default 60; the server ends the watch then),
---      label_selector=, field_selector=, bookmarks=}.
--- Returns last_rv, "stopped"|"timeout" — pass last_rv as resource_version to resume — or nil, err
--- (a 410 Expired means: list again, then watch from the list's resourceVersion).
-function C:watch(ref, handler, o)
-  o = o or {}
-  if type(handler) ~= "function" then error("kube.client.watch: handler function expected", 2) end
-  local r, rerr = M.resolve(ref)
-  if not r then error("kube.client: " .. rerr, 2) end
-  local q = query_of(o)
-  if r.name then
-    q.fieldSelector = "metadata.name=" .. r.name .. (q.fieldSelector and ("," .. q.fieldSelector) or "")
-    r.name = nil
-  end
-  local timeout = o.timeout or 60
-  q.watch = "true"
-  q.timeoutSeconds = math.max(1, math.ceil(timeout))
-  if o.bookmarks then q.allowWatchBookmarks = "true" end
-  local path = M.path(r)
-  local max_line = o.max_body or self.max_body or M.MAX_BODY
-  local last_rv, stopped, werr = o.resource_version, false, nil
+-- Feeds a response's chunks to on_line one complete line at a time; a line longer than max bytes
+-- stops the reading (too_large() is returned). Returns fn(chunk) -> false to stop.
+local function line_reader(max, on_line, too_large)
   local pend, pend_len = {}, 0 -- the pieces of the line being received (no quadratic concatenation)
-  local function too_large()
-    werr = mkerr { code = 0, reason = "ResponseTooLarge", method = "GET", path = path,
-      message = ("watch %s%s: an event is larger than the limit of %d bytes: stopped reading"):format(
-        self.server, path, max_line) }
-    return false
-  end
-  local function on_line(line)
-    if not line:find("%S") then return true end
-    local ev, derr = json.decode(line)
-    if type(ev) ~= "table" then
-      werr = mkerr { code = 0, reason = "BadResponse", message = "watch: " .. tostring(derr), method = "GET", path = path }
-      return false
-    end
-    if ev.type == "ERROR" then
-      local st = type(ev.object) == "table" and ev.object or {}
-      werr = mkerr { code = math.tointeger(tonumber(st.code)) or 500, reason = st.reason or "Unknown", message = st.message or "",
-                     method = "GET", path = path }
-      return false
-    end
-    if type(ev.object) ~= "table" or type(ev.type) ~= "string" then
-      werr = mkerr { code = 0, reason = "BadResponse", method = "GET", path = path,
-        message = "watch: an event without a type or an object" }
-      return false
-    end
-    local rv = type(ev.object.metadata) == "table" and ev.object.metadata.resourceVersion
-    if rv then last_rv = rv end
-    if ev.type ~= "BOOKMARK" or o.bookmarks then
-      if handler(ev) == false then
-        stopped = true
-        return false
-      end
-    end
-    return true
-  end
-  local function on_data(chunk)
+  return function(chunk)
     local start = 1
     while true do
       local nl = chunk:find("\n", start, true)
@@ -639,7 +581,7 @@ function C:watch(ref, handler, o)
           pend[#pend + 1] = chunk:sub(start)
           pend_len = pend_len + #chunk - start + 1
         end
-        if pend_len > max_line then return too_large() end
+        if pend_len > max then return too_large() end
         return true
       end
       local line = chunk:sub(start, nl - 1)
@@ -649,12 +591,78 @@ function C:watch(ref, handler, o)
         pend, pend_len = {}, 0
       end
       start = nl + 1
-      if #line > max_line then return too_large() end
+      if #line > max then return too_large() end
       if not on_line(line) then return false end
     end
   end
-  local resp, err = self:raw("GET", path, { query = q, on_data = on_data, request_timeout = timeout + 15,
-    timeout = o.connect_budget or self.timeout })
+end
+
+-- One line of a watch: the event, or nil and the error (an ERROR event, or not an event).
+local function watch_event(line, path)
+  local ev, derr = json.decode(line)
+  if type(ev) ~= "table" then
+    return nil, mkerr { code = 0, reason = "BadResponse", message = "watch: " .. tostring(derr), method = "GET", path = path }
+  end
+  if ev.type == "ERROR" then
+    local st = type(ev.object) == "table" and ev.object or {}
+    return nil, mkerr { code = math.tointeger(tonumber(st.code)) or 500, reason = st.reason or "Unknown",
+      message = st.message or "", method = "GET", path = path }
+  end
+  if type(ev.object) ~= "table" or type(ev.type) ~= "string" then
+    return nil, mkerr { code = 0, reason = "BadResponse", method = "GET", path = path,
+      message = "watch: an event without a type or an object" }
+  end
+  return ev
+end
+
+-- The watch's path and query: a named object becomes a field selector, as kubectl does.
+local function watch_request(ref, o, timeout)
+  local r, rerr = M.resolve(ref)
+  if not r then error("kube.client: " .. rerr, 3) end
+  local q = query_of(o)
+  if r.name then
+    q.fieldSelector = "metadata.name=" .. r.name .. (q.fieldSelector and ("," .. q.fieldSelector) or "")
+    r.name = nil
+  end
+  q.watch = "true"
+  q.timeoutSeconds = math.max(1, math.ceil(timeout))
+  if o.bookmarks then q.allowWatchBookmarks = "true" end
+  return M.path(r), q
+end
+
+-- Watches a collection (ref.name narrows it with a field selector). handler(event) gets
+-- {type="ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK", object=}; returning false stops the watch.
+-- o = {resource_version=, timeout= (s, default 60; the server ends the watch then),
+--      label_selector=, field_selector=, bookmarks=}.
+-- Returns last_rv, "stopped"|"timeout" — pass last_rv as resource_version to resume — or nil, err
+-- (a 410 Expired means: list again, then watch from the list's resourceVersion).
+function C:watch(ref, handler, o)
+  o = o or {}
+  if type(handler) ~= "function" then error("kube.client.watch: handler function expected", 2) end
+  local timeout = o.timeout or 60
+  local path, q = watch_request(ref, o, timeout)
+  local max_line = o.max_body or self.max_body or M.MAX_BODY
+  local last_rv, stopped, werr = o.resource_version, false, nil
+  local function too_large()
+    werr = mkerr { code = 0, reason = "ResponseTooLarge", method = "GET", path = path,
+      message = ("watch %s%s: an event is larger than the limit of %d bytes: stopped reading"):format(
+        self.server, path, max_line) }
+    return false
+  end
+  local function on_line(line)
+    if not line:find("%S") then return true end
+    local ev, eerr = watch_event(line, path)
+    if not ev then werr = eerr return false end
+    local rv = type(ev.object.metadata) == "table" and ev.object.metadata.resourceVersion
+    if rv then last_rv = rv end
+    if (ev.type ~= "BOOKMARK" or o.bookmarks) and handler(ev) == false then
+      stopped = true
+      return false
+    end
+    return true
+  end
+  local resp, err = self:raw("GET", path, { query = q, on_data = line_reader(max_line, on_line, too_large),
+    request_timeout = timeout + 15, timeout = o.connect_budget or self.timeout })
   if werr then return nil, werr end
   if stopped then return last_rv, "stopped" end
   if not resp then

@@ -8,7 +8,6 @@
 -- relative to the kubeconfig's directory. Errors name the file and the field, never their contents.
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
-local api = require "moonadm.api"
 local encoding = require "moonadm.encoding"
 
 local M = {}

@@ -1,6 +1,6 @@
 -- /var/lib/kubelet/kubeadm-flags.env: KUBELET_KUBEADM_ARGS="<sorted --name=value ...>" (kubeadm's
 -- buildKubeletArgs + ArgumentsToCommand, quoted as Go's %q).
-local args = require "manifests.args"
+local args = require "kube.args"
 
 local M = {}
 
@@ -40,21 +40,11 @@ end
 -- Parses a flags file back into {name = value} (kubeadm's reader: split on spaces, --a=b or --a b).
 function M.parse(text)
   local q = text:match('KUBELET_KUBEADM_ARGS="(.*)"')
-  local out = {}
-  if not q then return out end
+  if not q then return {} end
   q = q:gsub('\\"', '"'):gsub("\\\\", "\\")
   local words = {}
   for w in q:gmatch("%S+") do words[#words + 1] = w end
-  local i = 1
-  while i <= #words do
-    local n, v = words[i]:match("^%-%-([^=]+)=(.*)$")
-    if n then out[n] = v
-    elseif words[i]:match("^%-%-") and words[i + 1] and not words[i + 1]:match("^%-%-") then
-      out[words[i]:sub(3)] = words[i + 1]; i = i + 1
-    end
-    i = i + 1
-  end
-  return out
+  return args.parse(words)
 end
 
 return M

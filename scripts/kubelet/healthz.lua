@@ -3,6 +3,7 @@
 -- default), polled until it answers 200; a healthzPort of 0 skips the check, as kubeadm does. The one
 -- home of that wait for init's wait-control-plane and join's kubelet-wait-bootstrap; a node runtime's
 -- kubelet_healthy(ctx, host, port) says whether one probe passed.
+local cnet = require "config.net"
 local uv = require "luv"
 local core = require "moonadm.core"
 local yaml = require "moonadm.yaml"
@@ -29,7 +30,7 @@ function M.endpoint(ctx)
 end
 
 function M.url(host, port)
-  return ("http://%s:%d/healthz"):format(host:find(":", 1, true) and ("[" .. host .. "]") or host, port)
+  return cnet.url("http", host, port) .. "/healthz"
 end
 
 -- One probe: true when GET /healthz answers 200 within timeout_ms (default a second); else false

@@ -20,7 +20,7 @@ local config_mod = require "config"
 local ext = require "lab.external_etcd"
 local cni = require "lab.cni"
 local lab_node = require "lab.node"
-local preflight = require "node.preflight"
+local preflight = require "preflight.checks"
 local releases = require "config.releases"
 
 local M = {}

@@ -1,5 +1,6 @@
 -- The kube-apiserver static Pod (kubeadm controlplane.GetStaticPodSpecs / getAPIServerCommand).
-local args = require "manifests.args"
+local images = require "config.images"
+local args = require "kube.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
 local nodeview = require "node.view"
@@ -88,7 +89,7 @@ function M.command(ctx)
   else
     local loc = cl.etcd and cl.etcd["local"] or {}
     local urls = args.get(loc.extraArgs, "advertise-client-urls")
-    d["etcd-servers"] = urls or ("https://%s"):format(pod.join_host_port(pod.loopback(pod.is_ipv6(adv)), 2379))
+    d["etcd-servers"] = urls or net.etcd_client_url(pod.loopback(pod.is_ipv6(adv)))
     d["etcd-cafile"] = cert .. "/etcd/ca.crt"
     d["etcd-certfile"] = cert .. "/apiserver-etcd-client.crt"
     d["etcd-keyfile"] = cert .. "/apiserver-etcd-client.key"
@@ -129,7 +130,7 @@ function M.build(ctx)
   local secs = pod.health_check_seconds(ctx)
   return pod.build {
     name = "kube-apiserver",
-    image = pod.image(cl, "kube-apiserver"),
+    image = images.component(cl, "kube-apiserver"),
     command = M.command(ctx),
     mounts = mounts,
     port = port,
@@ -139,7 +140,7 @@ function M.build(ctx)
       readiness = pod.probe("readiness", host, "/readyz", "HTTPS"),
       startup = pod.probe("startup", host, "/livez", "HTTPS", secs),
     },
-    annotations = { ["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"] = pod.join_host_port(adv, port) },
+    annotations = { ["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"] = net.join_host_port(adv, port) },
     env = pod.env(cl.apiServer and cl.apiServer.extraEnvs),
   }
 end

@@ -1,5 +1,6 @@
 -- The kube-controller-manager static Pod (kubeadm getControllerManagerCommand).
-local args = require "manifests.args"
+local images = require "config.images"
+local args = require "kube.args"
 local pod = require "manifests.pod"
 local fs = require "moonadm.fs"
 local C = require "config.constants"
@@ -74,7 +75,7 @@ function M.build(ctx)
   local port = tonumber(args.get(extra, "secure-port")) or 10257
   return pod.build {
     name = "kube-controller-manager",
-    image = pod.image(cl, "kube-controller-manager"),
+    image = images.component(cl, "kube-controller-manager"),
     command = M.command(ctx),
     mounts = mounts,
     port = port,

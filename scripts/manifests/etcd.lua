@@ -1,8 +1,8 @@
 -- The local (stacked) etcd static Pod (kubeadm etcd.GetEtcdPodSpec / getEtcdCommand).
-local args = require "manifests.args"
+local images = require "config.images"
+local args = require "kube.args"
 local pod = require "manifests.pod"
 local C = require "config.constants"
-local releases = require "config.releases"
 local nodeview = require "node.view"
 local net = require "config.net"
 
@@ -23,14 +23,13 @@ function M.command(ctx, opts)
   local adv = nodeview.advertise_address(ctx)
   local name = nodeview.name(ctx)
   local lo = pod.loopback(pod.is_ipv6(adv))
-  local function url(scheme, host, port) return ("%s://%s"):format(scheme, pod.join_host_port(host, port)) end
-  local peer = url("https", adv, 2380)
+  local peer = net.etcd_peer_url(adv)
   local initial = {}
   for _, m in ipairs(opts.initial_cluster or { { name = name, url = peer } }) do
     initial[#initial + 1] = ("%s=%s"):format(m.name, m.url)
   end
   local d = {
-    ["advertise-client-urls"] = url("https", adv, 2379),
+    ["advertise-client-urls"] = net.etcd_client_url(adv),
     ["cert-file"] = cert .. "/etcd/server.crt",
     ["client-cert-auth"] = "true",
     ["data-dir"] = M.data_dir(cl),
@@ -38,8 +37,8 @@ function M.command(ctx, opts)
     ["initial-advertise-peer-urls"] = peer,
     ["initial-cluster"] = table.concat(initial, ","),
     ["key-file"] = cert .. "/etcd/server.key",
-    ["listen-client-urls"] = url("https", lo, 2379) .. "," .. url("https", adv, 2379),
-    ["listen-metrics-urls"] = url("http", lo, 2381),
+    ["listen-client-urls"] = net.etcd_client_url(lo) .. "," .. net.etcd_client_url(adv),
+    ["listen-metrics-urls"] = net.url("http", lo, 2381),
     ["listen-peer-urls"] = peer,
     ["name"] = name,
     ["peer-cert-file"] = cert .. "/etcd/peer.crt",
@@ -67,7 +66,7 @@ function M.probe_endpoint(ctx)
     local sch, rest = first:match("^(%a+)://(.+)$")
     if sch then
       scheme = sch:upper()
-      local h, p = rest:match("^%[([^%]]+)%]:(%d+)") 
+      local h, p = rest:match("^%[([^%]]+)%]:(%d+)")
       if not h then h, p = rest:match("^([^:/]+):(%d+)") end
       if not h then h = rest:match("^%[?([^%]/:]+)") end
       if h then host = h end
@@ -76,12 +75,6 @@ function M.probe_endpoint(ctx)
     end
   end
   return host, port, scheme
-end
-
-function M.image(cluster)
-  local loc = cluster.etcd and cluster.etcd["local"] or {}
-  local repo = loc.imageRepository or cluster.imageRepository or C.image_repository
-  return ("%s/etcd:%s"):format(repo, loc.imageTag or releases.etcd_tag(cluster.kubernetesVersion))
 end
 
 function M.build(ctx, opts)
@@ -96,7 +89,7 @@ function M.build(ctx, opts)
   }
   return pod.build {
     name = "etcd",
-    image = M.image(cl),
+    image = images.etcd(cl),
     command = M.command(ctx, opts),
     mounts = mounts,
     mount_order = { "etcd-data", "etcd-certs" },
@@ -108,7 +101,7 @@ function M.build(ctx, opts)
       readiness = pod.probe("readiness", host, "/readyz", scheme),
       startup = pod.probe("startup", host, "/readyz", scheme, pod.health_check_seconds(ctx)),
     },
-    annotations = { ["kubeadm.kubernetes.io/etcd.advertise-client-urls"] = ("https://%s"):format(pod.join_host_port(adv, 2379)) },
+    annotations = { ["kubeadm.kubernetes.io/etcd.advertise-client-urls"] = net.etcd_client_url(adv) },
     env = pod.env(loc.extraEnvs, true),
   }
 end

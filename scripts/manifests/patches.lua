@@ -12,7 +12,7 @@ local fs = require "moonadm.fs"
 local log = require "framework.log"
 local util = require "framework.util"
 local lazy = require "framework.lazy"
-local trust = lazy.require "framework.site.trust" -- when there are patches
+local trust = lazy.require "framework.trust" -- when there are patches
 
 local M = {}
 
@@ -70,7 +70,7 @@ end
 
 -- Loads every patch in dir: {[target] = {{file, type, patch}, ...}}, ignored files | raises.
 -- A patch decides what runs as root, so the dir gets the site scripts' trust check first
--- (framework/site/trust.lua; insecure: --insecure-scripts, a warning instead).
+-- (framework/trust.lua; insecure: --insecure-scripts, a warning instead).
 function M.load(dir, insecure)
   trust.check({ { what = "patches dir", path = dir } }, insecure)
   dir = trust.absolute(dir) -- what the check judged (a relative dir is the working directory's)

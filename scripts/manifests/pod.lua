@@ -6,7 +6,6 @@ local fs = require "moonadm.fs"
 local config = require "config"
 local cnet = require "config.net"
 local C = require "config.constants"
-local releases = require "config.releases"
 local core = require "moonadm.core"
 
 local M = {}
@@ -18,25 +17,12 @@ M.PRIORITY_CLASS = "system-node-critical"
 
 local arr = yaml.array
 
--- host:port as Go's net.JoinHostPort writes it.
-function M.join_host_port(host, port)
-  if host:find(":", 1, true) then return ("[%s]:%s"):format(host, port) end
-  return ("%s:%s"):format(host, port)
-end
-
 function M.is_ipv6(ip)
   return cnet.parse_ip(ip) == 6
 end
 
 function M.loopback(ipv6)
   return ipv6 and "::1" or "127.0.0.1"
-end
-
--- <repo>/<component>:<version> with kubeadm's tag rule ('+' is not allowed in a tag).
-function M.image(cluster, component)
-  local repo = cluster.imageRepository or C.image_repository
-  local version = (cluster.kubernetesVersion or releases.DEFAULT):gsub("%+", "_")
-  return ("%s/%s:%s"):format(repo, component, version)
 end
 
 -- A probe as kubeadm's staticpodutil builds it. kind: "liveness"|"readiness"|"startup".

@@ -1,5 +1,6 @@
 -- The kube-scheduler static Pod (kubeadm getSchedulerCommand).
-local args = require "manifests.args"
+local images = require "config.images"
+local args = require "kube.args"
 local pod = require "manifests.pod"
 local cm = require "manifests.controller_manager"
 
@@ -29,7 +30,7 @@ function M.build(ctx)
   for _, m in ipairs(pod.extra_mounts(cl.scheduler and cl.scheduler.extraVolumes)) do mounts[#mounts + 1] = m end
   return pod.build {
     name = "kube-scheduler",
-    image = pod.image(cl, "kube-scheduler"),
+    image = images.component(cl, "kube-scheduler"),
     command = M.command(ctx),
     mounts = mounts,
     port = tonumber(args.get(extra, "secure-port")) or 10259,

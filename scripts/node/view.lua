@@ -12,7 +12,7 @@ local config = require "config"
 local lazy = require "framework.lazy"
 -- what the node runs is read by reset and upgrade only: init and join do not load the API client
 local kubeconfig <const> = lazy.require "kube.kubeconfig"
-local wait <const> = lazy.require "cluster.wait"
+local args = require "kube.args"
 local log = require "framework.log"
 local mnet = require "moonadm.net"
 local net = require "config.net"
@@ -39,13 +39,8 @@ local function endpoint_cfg(ctx, create)
   return holder.localAPIEndpoint or {}
 end
 
--- host:port, IPv6 in brackets.
-function M.host_port(host, port)
-  if host:find(":", 1, true) then return ("[%s]:%d"):format(host, port) end
-  return ("%s:%d"):format(host, port)
-end
-
-function M.url(host, port) return "https://" .. M.host_port(host, port) end
+-- https://host:port of an API server, IPv6 in brackets.
+function M.url(host, port) return net.url("https", host, port) end
 
 function M.is_control_plane(ctx)
   local cfg = ctx.cfg or {}
@@ -130,28 +125,13 @@ function M.name_from_kubelet_conf(text, read)
   return cn and cn:match("^system:node:(.+)$")
 end
 
-local function split_hostport(s)
-  local host, port = s:match("^%[(.+)%]:(%d+)$")
-  if not host then host, port = s:match("^([^:]+):(%d+)$") end
-  return host, tonumber(port)
-end
-
-local function flag(cmd, name)
-  local prefix = "--" .. name .. "="
-  for _, a in ipairs(cmd or {}) do
-    if type(a) == "string" and a:sub(1, #prefix) == prefix then return a:sub(#prefix + 1) end
-  end
-end
-
 -- The local kube-apiserver's endpoint in its decoded manifest, {advertiseAddress, bindPort}: its
 -- --advertise-address and --secure-port as the kube-apiserver parses them (nil without an address).
 function M.endpoint_of_apiserver(pod)
   local c = pod and pod.spec and pod.spec.containers and pod.spec.containers[1]
   if not c then return nil end
-  local cmd = {}
-  for _, a in ipairs(c.command or {}) do cmd[#cmd + 1] = tostring(a) end
-  local adv = wait.arg(cmd, "advertise-address")
-  return adv and { advertiseAddress = adv, bindPort = tonumber(wait.arg(cmd, "secure-port") or "") or C.api_bind_port }
+  local adv = args.of_container(c, "advertise-address")
+  return adv and { advertiseAddress = adv, bindPort = tonumber(args.of_container(c, "secure-port") or "") or C.api_bind_port }
 end
 
 -- The advertise address a node being reset had: its kube-apiserver mirror pod's annotation
@@ -165,20 +145,20 @@ function M.advertise_address_on_disk(client, name, read)
         name, tostring(err))
     end
     local ann = pod and pod.metadata and pod.metadata.annotations and pod.metadata.annotations[M.ENDPOINT_ANNOTATION]
-    local host = ann and split_hostport(ann)
+    local host = ann and net.split_host_port(ann)
     if host then return host, "the kube-apiserver-" .. name .. " pod" end
   end
   local api = read("kube-apiserver")
   if api then
     local ann = api.metadata and api.metadata.annotations and api.metadata.annotations[M.ENDPOINT_ANNOTATION]
     local c = api.spec and api.spec.containers and api.spec.containers[1] or {}
-    local host = (ann and split_hostport(ann)) or flag(c.command, "advertise-address") or flag(c.args, "advertise-address")
+    local host = (ann and net.split_host_port(ann)) or args.of_container(c, "advertise-address")
     if host then return host, M.APISERVER_MANIFEST end
   end
   local etcd = read("etcd")
   local c = etcd and etcd.spec and etcd.spec.containers and etcd.spec.containers[1] or {}
-  local peer = flag(c.command, "initial-advertise-peer-urls") or flag(c.args, "initial-advertise-peer-urls")
-  local host = peer and (peer:match("^https?://%[([^%]]+)%]") or peer:match("^https?://([^:/,]+)"))
+  local peer = args.of_container(c, "initial-advertise-peer-urls")
+  local host = peer and net.url_host(peer)
   if host then return host, "/etc/kubernetes/manifests/etcd.yaml" end
   return nil
 end

@@ -2,9 +2,9 @@
 -- control plane runs the new kube-apiserver (kubeadm compares the kube-apiserver container image
 -- of the component=kube-apiserver pods per node), and each is skipped when disabled in the
 -- ClusterConfiguration or when its ConfigMap (coredns / kube-proxy) is missing.
+local images = require "config.images"
 local log = require "framework.log"
 local cadmin = require "cluster.admin"
-local pod = require "manifests.pod"
 local nodeview = require "node.view"
 local cluster_addons = require "cluster.addons"
 local shape = require "kube.shape"
@@ -37,7 +37,7 @@ end
 function M.ready(ctx)
   if ctx.data.addons_ready ~= nil then return ctx.data.addons_ready end
   local c = cadmin.client(ctx)
-  local image = pod.image(ctx.cfg.cluster, "kube-apiserver")
+  local image = images.component(ctx.cfg.cluster, "kube-apiserver")
   local list, err = c:list({ apiVersion = "v1", kind = "Pod", namespace = "kube-system" },
     { label_selector = "component=kube-apiserver" })
   if not list then error("[upgrade/addon] listing the kube-apiserver pods: " .. tostring(err), 0) end

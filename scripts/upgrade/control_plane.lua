@@ -9,6 +9,7 @@
 -- a minor the older etcd may refuse the newer one's data (kubeadm's rollbackOldManifests keeps it
 -- too). A rerun converges: what was upgraded compares equal and is skipped. --dry-run prints each
 -- manifest's diff.
+local cnet = require "config.net"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local api = require "moonadm.api"
@@ -16,7 +17,7 @@ local log = require "framework.log"
 local manifests = require "manifests"
 local capi = require "cluster.api"
 local wait = require "cluster.wait"
-local data = require "flows.upgrade.data"
+local unode = require "upgrade.node"
 local certs = require "upgrade.certs"
 local difflib = require "upgrade.difflib"
 
@@ -26,7 +27,6 @@ local function errors_msg(e) return require("framework.errors").message(e) end
 local nodeview = require "node.view"
 local encoding = require "moonadm.encoding"
 local members = require "etcd.members"
-local pod = require "manifests.pod"
 local manifests_etcd = require "manifests.etcd"
 local config = require "config"
 local data_dir = require "etcd.data_dir"
@@ -53,7 +53,7 @@ local function hash_of(pod) return pod and ((pod.metadata or {}).annotations or 
 -- A client with short per-request timeouts: the apiserver may be restarting under it.
 local function poll_client(ctx)
   if ctx.data.upgrade_poll_client then return ctx.data.upgrade_poll_client end
-  local path = fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or data.KUBELET_CONF
+  local path = fs.exists(capi.ADMIN_CONF) and capi.ADMIN_CONF or unode.KUBELET_CONF
   local c = capi.from_kubeconfig(ctx, path, { timeout = 3, request_timeout = 3, connect_timeout = 1 })
   ctx.data.upgrade_poll_client = c
   return c
@@ -90,7 +90,7 @@ function M.wait_healthy(ctx, component, timeout)
   if component == "etcd" then
     local cdir = config.cert_dir(ctx.cfg.cluster)
     local adv = nodeview.advertise_address(ctx)
-    local ep = "https://" .. pod.join_host_port(adv, 2379)
+    local ep = cnet.etcd_client_url(adv)
     capi.poll("etcd to be healthy", timeout, M.INTERVAL, function()
       local m, err = members.new { endpoints = { ep }, cert_dir = fs.path(cdir), dial_timeout = 1, request_timeout = 2 }
       if not m then return nil, err end
@@ -265,7 +265,7 @@ function M.run(ctx, opts)
     log.info("[upgrade/control-plane] Skipping phase. Not a control plane node.")
     return
   end
-  local part = data.part(ctx)
+  local part = unode.part(ctx)
   local cluster = ctx.cfg.cluster
   local st = { node = ctx.cfg.init.nodeRegistration.name, replaced = {},
     renew = part.certificateRenewal ~= false, ts = M.timestamp(), upgrade_node = opts.node }
@@ -298,7 +298,6 @@ function M.run(ctx, opts)
   end
   if st.renew then certs.renew(ctx, certs.names(cluster, "admin"), "[upgrade]") end
   if not ctx.dry_run and #st.replaced == 0 then fs.remove_tree(st.backup_dir) end
-  ctx.data.upgrade_controlplane = st
   log.info("[upgrade/control-plane] The control plane instance for this node was successfully upgraded!")
   return st
 end

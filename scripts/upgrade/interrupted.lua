@@ -26,7 +26,8 @@ function M.recover(ctx)
     if dirs[i]:match("^kubeadm%-backup%-manifests%-") and fs.exists(mark) and fs.exists(backup) then
       log.warn("[upgrade/rollback] %s is missing: a rollback was cut short; restoring it from %s", path, backup)
       local text, rerr = fs.read(backup)
-      local ok, err = text and fs.write(path, text, "0600")
+      local ok, err
+      if text then ok, err = fs.write(path, text, "0600") end
       if not ok then error(("[upgrade/rollback] restoring %s from %s: %s"):format(path, backup, err or rerr), 0) end
       local ddir = text:match("%-%-data%-dir=([^%s\"']+)") or "/var/lib/etcd"
       if fs.exists(ddir .. "/" .. data_dir.STAGING) then fs.remove_tree(ddir .. "/" .. data_dir.STAGING) end

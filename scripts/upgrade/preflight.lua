@@ -5,12 +5,13 @@ local log = require "framework.log"
 local yaml = require "moonadm.yaml"
 local config = require "config"
 local cadmin = require "cluster.admin"
+local capi = require "cluster.api"
 local cluster_node = require "cluster.node"
-local data = require "flows.upgrade.data"
+local unode = require "upgrade.node"
 local version = require "upgrade.version"
 local releases = require "config.releases"
 local nodeview = require "node.view"
-local node_preflight = require "node.preflight"
+local node_preflight = require "preflight.checks"
 
 local M = {}
 
@@ -18,7 +19,7 @@ local M = {}
 local function ignore_list(ctx)
   local list = {}
   for _, x in ipairs(ctx.flags and ctx.flags["ignore-preflight-errors"] or {}) do list[#list + 1] = x end
-  for _, x in ipairs(data.part(ctx).ignorePreflightErrors or {}) do list[#list + 1] = x end
+  for _, x in ipairs(unode.part(ctx).ignorePreflightErrors or {}) do list[#list + 1] = x end
   return list
 end
 
@@ -78,10 +79,10 @@ function M.apply(ctx)
   local nodes, nerr = cluster_node.kubelets(c)
   if not nodes then error("[upgrade] " .. nerr, 0) end
   M.health(ctx, c, nodes)
-  local current, verr = data.cluster_version(c)
+  local current, verr = capi.cluster_version(c)
   if not current then error("[upgrade/version] fetching the cluster version: " .. tostring(verr), 0) end
   local target = ctx.cfg.cluster.kubernetesVersion
-  local part = data.part(ctx)
+  local part = unode.part(ctx)
   log.info("[upgrade/version] You have chosen to upgrade to version %q", target)
   log.info("[upgrade/versions] Cluster version: %s", current)
   local tv = version.parse(target or "")
@@ -90,7 +91,6 @@ function M.apply(ctx)
   local r = version.check { target = target, cluster = current, kubelets = nodes,
     allow_experimental = part.allowExperimentalUpgrades, allow_rc = part.allowRCUpgrades }
   version.enforce(r, part.forceUpgrade or (ctx.flags and ctx.flags.force))
-  ctx.data.upgrade_from = current
   -- kubeadm's RunPullImagesCheck: every image of the target release present or pulled before any
   -- manifest is replaced, so a missing image stops the upgrade here, not mid-way with etcd down
   if nodeview.runs_control_plane(ctx) then node_preflight.pull_images(ctx, ctx.cfg.cluster, nil, ignore_list(ctx)) end

@@ -1,6 +1,6 @@
 -- Issue 46, defect 5: the patches directory (--patches, patches.directory) had no owner or mode check:
 -- a patch owned by nobody in a 0777 dir rewrote the kube-apiserver's command, which the kubelet runs
--- as root. Patches now get the site scripts' trust check (framework/site/trust.lua): the dir, every
+-- as root. Patches now get the site scripts' trust check (framework/trust.lua): the dir, every
 -- file in it, every directory and symlink on the way, owned by root or the invoking user and writable
 -- by the owner only; --insecure-scripts (the one override of site input) warns instead.
 local h = require "helpers"

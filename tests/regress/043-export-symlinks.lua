@@ -1,6 +1,6 @@
 -- Issue 46, defect 7: `scripts export DIR` wrote through symlinks another user planted in DIR (a 0777
 -- dir): DIR/framework -> a dir of theirs took the files, and with --force a planted link's target was
--- overwritten. Export now checks DIR with the site scripts' trust check (framework/site/trust.lua) and
+-- overwritten. Export now checks DIR with the site scripts' trust check (framework/trust.lua) and
 -- refuses any symlink under it: a DIR others can write, or one holding a link, is refused before a
 -- byte is written, naming the path and the fix; no link's target is ever written.
 local h = require "helpers"

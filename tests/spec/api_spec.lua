@@ -6,6 +6,7 @@ local client = require "kube.client"
 local kubeconfig = require "kube.kubeconfig"
 local json = require "kube.json"
 local log = require "framework.log"
+local results = require "framework.results"
 
 local fixture = helpers.top .. "/tests/fixtures/apiserver.sh"
 local labbin = (os.getenv("MOONADM_LAB_BIN") or (helpers.top .. "/.lab/bin")) .. "/kube-apiserver"
@@ -364,10 +365,10 @@ current-context: x
       local lines = {}
       local sink = { write = function(self, ...) for _, x in ipairs { ... } do lines[#lines + 1] = x end return self end,
                      flush = function() end }
-      local saved = { log.out, log.err, log.json, runner.strict_results }
+      local saved = { log.out, log.err, log.json, results.strict }
       log.out, log.err, log.json = sink, sink, false
       local ok, a, b = pcall(f)
-      log.out, log.err, log.json, runner.strict_results = table.unpack(saved)
+      log.out, log.err, log.json, results.strict = table.unpack(saved)
       assert(ok, a)
       return table.concat(lines), a, b
     end
@@ -397,7 +398,7 @@ current-context: x
 
     it("is logged as an error at the end of the phase, which still succeeds outside the tests", function()
       local out, ok = capture(function()
-        runner.strict_results = false
+        results.strict = false
         return runner.execute(phase(function() c:patch(NODE, { metadata = { labels = { a = "b" } } }) end), {}, {})
       end)
       assert.is_true(ok)
@@ -407,7 +408,7 @@ current-context: x
 
     it("fails the phase under MOONADM_STRICT_RESULTS (every test suite), naming the call", function()
       local out, ok, err = capture(function()
-        runner.strict_results = true
+        results.strict = true
         return runner.execute(phase(function() local _ = c:get(NODE) end), {}, {})
       end)
       assert.is_nil(ok)
@@ -416,7 +417,7 @@ current-context: x
       assert.matches("nothing checked its result", out, 1, true)
       -- a phase that reads its failures is fine
       local _, ok2 = capture(function()
-        runner.strict_results = true
+        results.strict = true
         return runner.execute(phase(function()
           local _, e = c:get(NODE)
           if e.code ~= 404 then error(e, 0) end

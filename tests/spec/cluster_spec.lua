@@ -10,6 +10,7 @@ local certsupload = require "cluster.certs_upload"
 local addons = require "cluster.addons"
 local wait = require "cluster.wait"
 local node = require "cluster.node"
+local args = require "kube.args"
 local kf = require "cluster.kubelet_finalize"
 local uploadconfig = require "cluster.upload_config"
 local capi = require "cluster.api"
@@ -187,7 +188,7 @@ describe("addons", function()
     assert.equal(2, objs[5].spec.replicas)
     assert.equal("10.96.0.10", objs[6].spec.clusterIP)
     assert.matches("kubernetes cluster.local in%-addr.arpa ip6.arpa", objs[4].data.Corefile)
-    assert.equal("example.com/coredns:v9", addons.coredns_image { imageRepository = "example.com", dns = { imageTag = "v9" } })
+    assert.equal("example.com/coredns:v9", require("config.images").coredns { imageRepository = "example.com", dns = { imageTag = "v9" } })
     assert.equal(3, addons.coredns_objects(cluster, 3)[5].spec.replicas)
   end)
 
@@ -226,9 +227,9 @@ end)
 describe("wait-control-plane", function()
   it("parses flags as kubeadm (--a=b, -a=b, --a b; last wins)", function()
     local cmd = { "kube-apiserver", "--advertise-address=1.2.3.4", "-secure-port=1", "--secure-port", "7443" }
-    assert.equal("1.2.3.4", wait.arg(cmd, "advertise-address"))
-    assert.equal("7443", wait.arg(cmd, "secure-port"))
-    assert.is_nil(wait.arg(cmd, "bind-address"))
+    assert.equal("1.2.3.4", args.value(cmd, "advertise-address"))
+    assert.equal("7443", args.value(cmd, "secure-port"))
+    assert.is_nil(args.value(cmd, "bind-address"))
   end)
 
   it("reads the endpoints from the manifests", function()

@@ -5,7 +5,7 @@ local cjson = require "cjson"
 local cri = require "cri.client"
 local unit = require "lab.unit"
 local cni = require "lab.cni"
-local preflight = require "node.preflight"
+local preflight = require "preflight.checks"
 local h = require "helpers"
 
 -- A crictl whose answers are given per subcommand: answers[sub] = {code, out} or a function(argv).

@@ -339,7 +339,7 @@ end
 local function moonadm_preflight_names(cfgfile, runtime)
   local config = require "config"
   local context = require "framework.context"
-  local preflight = require "node.preflight"
+  local preflight = require "preflight.checks"
   local cfg = assert(config.load { files = { cfgfile }, kind = "init" })
   local ctx = context.new { command = "init", cfg = cfg, gates = cfg.gates, flags = { ["node-runtime"] = runtime }, root = "/" }
   local names = { [preflight.is_privileged_user.name] = true }

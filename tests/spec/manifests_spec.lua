@@ -5,7 +5,7 @@ local context = require "framework.context"
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
 local h = require "helpers"
-local args = require "manifests.args"
+local args = require "kube.args"
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 

@@ -1,6 +1,6 @@
 -- Preflight with kubeadm's check names on a temp root, with ports held open by the test.
 local net = require "moonadm.net"
-local preflight = require "node.preflight"
+local preflight = require "preflight.checks"
 local h = require "helpers"
 
 local function cfg(port, extra)

@@ -362,7 +362,7 @@ describe("reset modules", function()
       clean.mounts_under("/var/lib/kubelet", mi))
     assert.is_true(clean.is_mount_point("/var/lib/kubelet", mi))
     assert.is_false(clean.is_mount_point("/var/lib/moonadm", mi))
-    local cleanup = require "node.cleanup"
+    local cleanup = require "reset.cleanup"
     fs.set_root("/")
     assert.is_false(cleanup.journal_dir_is_nodes({ name = "lab" }, mi))
     assert.is_true(cleanup.journal_dir_is_nodes({ name = "lab" }, mi .. "40 22 8:1 /n /var/lib/moonadm rw - ext4 /dev/sda1 rw\n"))

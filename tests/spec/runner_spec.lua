@@ -1,5 +1,6 @@
 -- The phase runner: order, skips, gates, filters, run_if, error wrapping, the requires check.
 local runner = require "framework.runner"
+local results = require "framework.results"
 local phase = require "framework.phase"
 local flow_mod = require "framework.flow"
 local errors = require "framework.errors"
@@ -100,15 +101,15 @@ describe("runner", function()
   end)
 
   it("fails a phase that hands on ctx.data it does not declare (strict), and passes the declared one", function()
-    local strict = runner.strict_results
-    runner.strict_results = true
+    local strict = results.strict
+    results.strict = true
     local f = flow_mod.new("t")
     f:append { name = "maker", data = { "made" }, run = function(ctx) ctx.data.made = 1 end }
     f:append { name = "sneaky", run = function(ctx) ctx.data.hidden = 2 end }
     local ctx = ctx_with {}
     ctx.data = {}
     local ok, err = runner.run(f, ctx, {})
-    runner.strict_results = strict
+    results.strict = strict
     assert.is_nil(ok)
     assert.equal(1, ctx.data.made)
     assert.matches("phase sneaky set ctx.data.hidden without declaring it", errors.message(err), 1, true)

@@ -56,7 +56,7 @@ return {
   "wait-control-plane",
 }
 ]])
-      local f = require("framework.site.load").flow_file("join", file)
+      local f = require("site.load").flow_file("join", file)
       package.loaded["flows.join"] = nil
       local stock = require("flows.join")
       for _, on in ipairs { true, false } do
@@ -82,7 +82,7 @@ return {
     end)
 
     it("still accept the flow-object form, and name the bad entry or unknown phase", function()
-      local ok = pcall(require("framework.site.load").flow_file, "init", h.top .. "/tests/spec/fixtures/flows/exit_code.lua")
+      local ok = pcall(require("site.load").flow_file, "init", h.top .. "/tests/spec/fixtures/flows/exit_code.lua")
       assert.is_true(ok)
       local file = put(root .. "/init-bad.lua", 'return { "preflight", "no-such-phase" }')
       local code, _, err = h.moonadm { "init", "--root", root .. "/r", "--flow", file }
@@ -227,7 +227,7 @@ end }
   end)
 
   it("every stock gate resolves both ways and each state passes the check", function()
-    for _, name in ipairs(require("framework.site.reference").FLOWS) do
+    for _, name in ipairs(require("site.reference").FLOWS) do
       package.loaded["flows." .. name] = nil
       local f = require("flows." .. name)
       local gates = {}
@@ -420,7 +420,7 @@ end }
     end)
 
     it("docs/phases.md and docs/graphs are what the flows render today", function()
-      for path, text in pairs(require("framework.site.reference").files()) do
+      for path, text in pairs(require("site.reference").files()) do
         local full = h.top .. "/" .. path
         if os.getenv("MOONADM_UPDATE_DOCS") == "1" then h.write(full, text) end
         assert.equal(text, h.read(full), path .. " is out of date: MOONADM_UPDATE_DOCS=1 tests/busted.sh tests/spec/scripting_spec.lua")

@@ -38,9 +38,9 @@ out:close()
 
   local NEVER = { "^pki%.", "^cluster%.", "^etcd%.", "^lab%.", "^upgrade%.", "^kubelet%.", "^manifests%.",
     "^moonadm%.api$", "^moonadm%.etcd$", "^cjson", "^luv$", "^config%.print$" }
-  -- kubelet-wait-bootstrap's requirements depend on the join (kubelet.bootstrap's local_server and
+  -- kubelet-wait-bootstrap's requirements depend on the join (cluster.kubelet_bootstrap's local_server and
   -- local_etcd): the module is read, its own dependencies are not.
-  local ALLOWED = { ["kubelet.bootstrap"] = true }
+  local ALLOWED = { ["cluster.kubelet_bootstrap"] = true }
 
   for _, args in ipairs { { "version" }, { "phases", "init" }, { "phases", "join" }, { "phases", "reset" },
     { "phases", "upgrade-apply" }, { "phases", "upgrade-node" }, { "config", "print", "init-defaults" } } do
@@ -61,7 +61,7 @@ out:close()
   -- the help text (--help or a usage error), the suggestions of a config error
   it("phases init loads neither the trust check, the journal, the help text nor config suggestions", function()
     local set = loaded { "phases", "init" }
-    for _, name in ipairs { "framework.site.trust", "framework.journal", "framework.help", "config.suggest" } do
+    for _, name in ipairs { "framework.trust", "framework.journal", "framework.help", "config.suggest" } do
       assert.is_nil(set[name] and name or nil, "phases init loaded " .. name)
     end
     assert.truthy(loaded { "phases", "init", "--help" }["framework.help"])

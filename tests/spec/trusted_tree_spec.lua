@@ -139,10 +139,10 @@ describe("the trusted tree under --root", function()
 end)
 
 -- Issue 46 (defects 2, 5, 7): site paths (scripts, phase and flow files, patches, exported trees) are
--- judged by framework.site.trust.problem_of, which resolves a path as the kernel does and judges every
+-- judged by framework.trust.problem_of, which resolves a path as the kernel does and judges every
 -- directory and symlink on the way. The commands' refusals are in tests/regress/041-043.
 describe("trust.problem_of: a site path, resolved and judged step by step", function()
-  local trust = require "framework.site.trust"
+  local trust = require "framework.trust"
   local dir
   before_each(function() dir = h.tmpdir() end)
   after_each(function() h.rmrf(dir) end)

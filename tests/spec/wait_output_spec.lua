@@ -18,7 +18,7 @@ describe("wait output", function()
     local lines = {}
     local saved = log.info
     log.info = function(fmt, ...) lines[#lines + 1] = select("#", ...) > 0 and fmt:format(...) or fmt end
-    local cleanup = require "node.cleanup"
+    local cleanup = require "reset.cleanup"
     local manifests = require "manifests.installed"
     local clean = require "node.clean"
     local files, remove = manifests.files, clean.remove

@@ -3,7 +3,6 @@
 -- certificates, kubeconfigs and static pod manifests — made by the same phases init uses, over
 -- this node's view of the cluster's configuration (flows/join/data.lua).
 local certsupload = require "cluster.certs_upload"
-local data = require "flows.join.data"
 local kubeconfig = require "pki.kubeconfigs"
 local log = require "framework.log"
 local manifests = require "manifests"

@@ -30,7 +30,6 @@ end
 -- ctx.gates, ctx.data.discovery and ctx.data.bootstrap_client. Writes nothing. (This node's
 -- identity is the node view's, from the JoinConfiguration: scripts/node/view.lua.)
 function M.prepare(ctx)
-  local join = ctx.cfg.join
   if ctx.data.discovery then return end
   local r = discovery.run(ctx)
   ctx.data.discovery = r

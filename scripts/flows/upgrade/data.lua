@@ -3,7 +3,6 @@
 -- KubeletConfiguration and KubeProxyConfiguration, its feature gates, and this node seen as an
 -- InitConfiguration (name from kubelet.conf's client certificate, API endpoint from the local
 -- kube-apiserver manifest) so init's builders (manifests, certificates, kubelet files) serve it.
-local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
 local config = require "config"
 local log = require "framework.log"
@@ -13,6 +12,7 @@ local up = require "cluster.upload_config"
 local nodeview = require "node.view"
 local version = require "upgrade.version"
 local interrupted = require "upgrade.interrupted"
+local unode = require "upgrade.node"
 local kubelet_config = require "kubelet.config"
 local shape = require "kube.shape"
 
@@ -21,66 +21,43 @@ local M = {}
 -- What the preparation puts in ctx.data for the phases (framework/context.lua).
 M.DATA = {
   "upgrade_prepared",        -- the preparation ran (a phase run alone prepares once)
-  "stored_version",          -- the cluster's kubernetesVersion before the upgrade
   "coredns_configmap",       -- kube-system/coredns as read (nil: absent)
   "proxy_configmap",         -- kube-system/kube-proxy as read (nil: absent)
   "kubeproxy_user_supplied", -- the KubeProxyConfiguration is the user's (its ConfigMap is unsigned)
 }
 
-M.KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
-M.APISERVER_MANIFEST = "/etc/kubernetes/manifests/kube-apiserver.yaml"
-M.NS = "kube-system"
-
--- The part of the UpgradeConfiguration this command reads: apply or node.
-function M.part(ctx)
-  local u = ctx.cfg.upgrade or {}
-  return (ctx.command == "upgrade-node" and u.node or u.apply) or {}
-end
-
-
-
--- advertise address and port of the local kube-apiserver manifest (nil when absent), read
--- through ctx (a dry run sees its own files).
-function M.local_endpoint(ctx)
-  local text = ctx:read(M.APISERVER_MANIFEST)
-  local docs = text and yaml.decode(text, M.APISERVER_MANIFEST)
-  return docs and nodeview.endpoint_of_apiserver(docs[1])
-end
+local NS <const> = "kube-system"
 
 -- A kube-system ConfigMap, or nil when it does not exist (or, when optional, cannot be read: kubeadm
 -- goes on without kube-proxy's config on a 403 too); any other failure raises.
 local function get_cm(c, name, optional)
-  local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = name })
+  local cm, err = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = NS, name = name })
   if err and optional and err.code == 403 then
     log.warn("No %s config is loaded. Continuing without it: %s", name, tostring(err))
     return nil
   end
-  if err then error(("[upgrade/config] reading ConfigMap %s/%s: %s"):format(M.NS, name, tostring(err)), 0) end
+  if err then error(("[upgrade/config] reading ConfigMap %s/%s: %s"):format(NS, name, tostring(err)), 0) end
   return cm
 end
 
 -- A ConfigMap's data, checked ({} for no ConfigMap); raises on one of another shape.
 local function cm_data(cm, name)
   local d, why = shape.strings(cm, "data")
-  if not d then error(("[upgrade/config] ConfigMap %s/%s: %s"):format(M.NS, name, why), 0) end
+  if not d then error(("[upgrade/config] ConfigMap %s/%s: %s"):format(NS, name, why), 0) end
   return d
 end
-
--- The cluster's version: the kube-apiserver's gitVersion (kubeadm's FetchClusterVersion), checked.
-M.cluster_version = capi.cluster_version
 
 -- Reads the cluster's configuration and sets ctx.cfg.cluster/kubelet/kubeproxy/init and ctx.gates.
 -- opts.apply: the target version is the argument (or apply.kubernetesVersion).
 function M.prepare(ctx, opts)
   opts = opts or {}
   if ctx.data.upgrade_prepared then return end
-  local part = M.part(ctx)
+  local part = unode.part(ctx)
   interrupted.recover(ctx) -- etcd's manifest back first: without it no API server answers
   local c = cadmin.client(ctx)
-  log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", M.NS)
+  log.info("[upgrade/config] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", NS)
   local cluster, cerr = up.read_kubeadm(c)
   if not cluster then error("[upgrade/config] unable to read the cluster's configuration: " .. cerr, 0) end
-  ctx.data.stored_version = cluster.kubernetesVersion
   if opts.apply then
     local target = part.kubernetesVersion
     if not target or target == "" then
@@ -122,22 +99,22 @@ function M.prepare(ctx, opts)
   end
   ctx.data.proxy_configmap = pcm ~= nil
   -- only the addon phase asks, and a worker (whose kubelet credentials may not read it) skips that
-  local dns, derr = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = M.NS, name = "coredns" })
+  local dns, derr = capi.lookup(c, { apiVersion = "v1", kind = "ConfigMap", namespace = NS, name = "coredns" })
   if derr and derr.code ~= 403 then
-    error(("[upgrade/config] reading ConfigMap %s/coredns: %s"):format(M.NS, tostring(derr)), 0)
+    error(("[upgrade/config] reading ConfigMap %s/coredns: %s"):format(NS, tostring(derr)), 0)
   end
   ctx.data.coredns_configmap = dns ~= nil
 
   -- this node as init's builders see a node
   -- the CN of kubelet.conf's client certificate (system:node:NAME), as kubeadm's GetNodeRegistration
-  local name = nodeview.name_from_kubelet_conf(ctx:read(M.KUBELET_CONF), function(p) return ctx:read(p) end)
+  local name = nodeview.name_from_kubelet_conf(ctx:read(unode.KUBELET_CONF), function(p) return ctx:read(p) end)
     or config.node_name_default()
   local nodereg = { name = name }
   local inst = ctx:read(kubelet_config.INSTANCE_PATH)
   local sock = inst and inst:match('containerRuntimeEndpoint:%s*"?([^"\n]+)"?')
   if sock then nodereg.criSocket = sock end
   local u = ctx.cfg.upgrade or {}
-  ctx.cfg.init = { nodeRegistration = nodereg, localAPIEndpoint = M.local_endpoint(ctx) or {},
+  ctx.cfg.init = { nodeRegistration = nodereg, localAPIEndpoint = unode.local_endpoint(ctx) or {},
     patches = part.patches, timeouts = u.timeouts }
   if ctx.inputs then ctx.inputs.cluster, ctx.inputs.kubelet = cluster, ctx.cfg.kubelet end
   ctx.data.upgrade_prepared = true

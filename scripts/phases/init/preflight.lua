@@ -3,9 +3,9 @@
 -- Port-10257, FileAvailable--etc-kubernetes-manifests-*.yaml, the binaries of the node runtime
 -- (FileExisting-*), Hostname, KubeletVersion, Port-10250, Swap, and for local etcd Port-2379,
 -- Port-2380, DirAvailable--var-lib-etcd; on a node with a runtime CRI, ContainerRuntimeVersion,
--- SystemVerification, Service-kubelet, then ImagePull. See scripts/node/preflight.lua and docs/manifests.md.
+-- SystemVerification, Service-kubelet, then ImagePull. See scripts/preflight/checks.lua and docs/manifests.md.
 local lazy = require "framework.lazy"
-local preflight = lazy.require "node.preflight"
+local preflight = lazy.require "preflight.checks"
 local log = require "framework.log"
 local nodeview = lazy.require "node.view"
 local vip = lazy.require "endpoint.vip"

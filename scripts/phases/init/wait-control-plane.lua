@@ -9,6 +9,5 @@ return {
   desc = "Wait for the control plane to start",
   requires = { "kubelet-started", "control-plane-manifests" },
   provides = { "local-apiserver" },
-  data = { "wait_result" }, -- ctx.data keys this phase sets for later ones
   run = function(ctx) cluster_wait.run(ctx) end,
 }

@@ -1,7 +1,7 @@
 -- join phase "kubelet-start": Write kubelet settings, certificates and (re)start the kubelet.
 -- The wait for its TLS bootstrap is kubelet-wait-bootstrap's, in both join orders (flows/join.lua).
 local lazy = require "framework.lazy"
-local jk = lazy.require "kubelet.bootstrap"
+local jk = lazy.require "cluster.kubelet_bootstrap"
 
 return {
   name = "kubelet-start",

@@ -3,7 +3,7 @@
 -- serve once the local etcd member exists: this phase requires it (KEP-4471), so a flow that
 -- waits first is refused before anything runs.
 local lazy = require "framework.lazy"
-local jk = lazy.require "kubelet.bootstrap"
+local jk = lazy.require "cluster.kubelet_bootstrap"
 
 return {
   name = "kubelet-wait-bootstrap",

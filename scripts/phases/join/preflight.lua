@@ -4,7 +4,7 @@
 -- FileAvailable--etc-kubernetes-pki-ca.crt, the node checks (binaries, Hostname, KubeletVersion,
 -- Port-10250, Swap); a control-plane join adds the control-plane checks of init.
 local lazy = require "framework.lazy"
-local preflight = lazy.require "node.preflight"
+local preflight = lazy.require "preflight.checks"
 local log = require "framework.log"
 local C = lazy.require "config.constants"
 local releases = lazy.require "config.releases"

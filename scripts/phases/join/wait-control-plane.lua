@@ -9,7 +9,6 @@ return {
   name = "wait-control-plane",
   flags = {}, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Wait for the control plane to start",
-  data = { "wait_result" }, -- ctx.data keys this phase sets for later ones
   requires = { "control-plane-manifests" },
   run = function(ctx)
     if not nodeview.is_control_plane(ctx) then return end

@@ -1,6 +1,7 @@
--- reset phase "cleanup-node": scripts/node/cleanup.lua, with the node runtime of this run.
+-- reset phase "cleanup-node": scripts/reset/cleanup.lua, with the node runtime of this run and what
+-- remove-etcd-member found (ctx.data.etcd_removal: the etcd data dir, and whether it may go).
 local lazy = require "framework.lazy"
-local cleanup = lazy.require "node.cleanup"
+local cleanup = lazy.require "reset.cleanup"
 local data = lazy.require "flows.reset.data"
 local runtime = lazy.require "runtime"
 
@@ -10,6 +11,6 @@ return {
   desc = "Run cleanup node.",
   aliases = { "cleanupnode" },
   run = function(ctx)
-    cleanup.run(ctx, data.get(ctx), runtime.for_ctx(ctx), ctx.data.cleanup_opts)
+    cleanup.run(ctx, data.get(ctx), runtime.for_ctx(ctx), { etcd = ctx.data.etcd_removal })
   end,
 }

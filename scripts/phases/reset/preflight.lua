@@ -4,7 +4,7 @@
 local lazy = require "framework.lazy"
 local data = lazy.require "flows.reset.data"
 local log = require "framework.log"
-local preflight = lazy.require "node.preflight"
+local preflight = lazy.require "preflight.checks"
 local prompt = lazy.require "flows.reset.prompt"
 
 return {
@@ -15,7 +15,7 @@ return {
   data = { "reset" }, -- run alone (`reset phase preflight`), it prepares the reset's data itself
   run = function(ctx)
     local r = data.get(ctx)
-    if not r.force then prompt.confirm(ctx.data.prompt) end
+    if not r.force then prompt.confirm() end
     log.info("[preflight] Running pre-flight checks")
     preflight.run(ctx, { preflight.is_privileged_user })
   end,

@@ -18,6 +18,8 @@ local M = {
   flags = { "dry-run", "kubeconfig", "unsafe-wipe-etcd-data" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Remove a local etcd member.",
   long = "Remove a local etcd member for a control plane node.",
+  -- for cleanup-node: {external = true} | {data_dir =, wipe_ok = the member is out of the cluster}
+  data = { "etcd_removal" },
 }
 
 function M.run(ctx)
@@ -28,10 +30,11 @@ function M.run(ctx)
     log.info("[reset] No etcd config found. Assuming external etcd")
     log.info("[reset] Please, manually reset etcd to prevent further issues")
     log.v(1, "[reset] %s", tostring(why))
-    r.etcd_external = true
+    ctx.data.etcd_removal = { external = true }
     return
   end
-  r.etcd_data_dir = dir
+  local removal = { data_dir = dir }
+  ctx.data.etcd_removal = removal
   local has_data = not clean.is_empty(dir)
   if ctx.dry_run then
     if r.cluster or has_data then
@@ -43,17 +46,16 @@ function M.run(ctx)
   end
   if has_data and etcd.removed_before(dir) then
     log.info("[reset] This node's etcd member was removed from the cluster by an earlier reset (%s/%s)", dir, etcd.REMOVED_MARKER)
-    r.etcd_wipe_ok = true
+    removal.wipe_ok = true
   elseif r.cluster or has_data then
     -- without the cluster's configuration there is a member to remove only where there is data
     local how, detail, count = etcd.remove_member(ctx, r)
-    r.etcd_member = how
     if how ~= "failed" then
-      r.etcd_wipe_ok = true
+      removal.wipe_ok = true
       if how == "removed" and has_data then etcd.mark_removed(dir, detail) end
     elseif has_data then
       etcd.refuse_or_warn(ctx, dir, detail, count)
-      r.etcd_wipe_ok = true
+      removal.wipe_ok = true
     end
     if how == "failed" then
       log.warn("[reset] Failed to remove etcd member: %s, please manually remove this etcd member using etcdctl",
@@ -64,7 +66,6 @@ function M.run(ctx)
   if fs.exists("/etc/kubernetes/manifests/etcd.yaml") then
     -- The kubelet still runs etcd: cleanup-node empties the dir after etcd has stopped.
     log.v(1, "[reset] etcd still runs from its manifest: its data directory %s is emptied once it has stopped", dir)
-    r.etcd_data_dir_pending = true
     return
   end
   etcd.clean_data_dir(dir)

@@ -7,6 +7,5 @@ return {
   name = "control-plane",
   flags = { "certificate-renewal", "config", "dry-run", "etcd-upgrade", "kubeconfig", "patches" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Upgrade the control plane",
-  data = { "upgrade_controlplane" }, -- ctx.data keys this phase sets for later ones
   run = function(ctx) control_plane.run(ctx) end,
 }

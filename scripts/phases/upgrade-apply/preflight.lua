@@ -6,7 +6,6 @@ return {
   name = "preflight",
   flags = { "allow-experimental-upgrades", "allow-release-candidate-upgrades", "config", "dry-run", "force", "ignore-preflight-errors", "kubeconfig", "yes" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run preflight checks before upgrade",
-  data = { "upgrade_from" }, -- ctx.data keys this phase sets for later ones
   always_run = true,
   run = function(ctx) upgrade_preflight.apply(ctx) end,
 }

@@ -5,7 +5,6 @@ local kubelet_conf = lazy.require "upgrade.kubelet_conf"
 return {
   name = "kubeconfig",
   desc = "Upgrade kubeconfig files for this node",
-  data = { "kubelet_conf_rewritten" }, -- ctx.data keys this phase sets for later ones
   hidden = true,
   run = function(ctx) kubelet_conf.run(ctx) end,
 }

@@ -5,7 +5,6 @@ return {
   name = "preflight",
   flags = { "config", "ignore-preflight-errors" }, -- kubeadm's flags of this phase subcommand (help shows these)
   desc = "Run upgrade node pre-flight checks",
-  data = { "upgrade_from" }, -- ctx.data keys this phase sets for later ones
   always_run = true,
   run = function(ctx) upgrade_preflight.node(ctx) end,
 }

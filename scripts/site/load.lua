@@ -1,8 +1,8 @@
 -- Loading what a site brings: flow files (--flow), phase files (--phase-file), --phase-add
--- specs, after the permission check (framework/site/trust.lua). Shared by the run commands and `phases`.
+-- specs, after the permission check (framework/trust.lua). Shared by the run commands and `phases`.
 local lazy = require "framework.lazy"
 local flow_mod = require "framework.flow"
-local trust = lazy.require "framework.site.trust" -- when there are site phases
+local trust = lazy.require "framework.trust" -- when there are site phases
 local framework_phase = require "framework.phase"
 
 local M = {}

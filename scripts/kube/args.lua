@@ -35,14 +35,36 @@ function M.get(extra, name)
   return v
 end
 
--- Parses a command line back ("--a=b" items) into {name = value} (last wins): for tests and upgrades.
+-- A command line's flags as a component's parser reads them ("--name=value", "-name=value" or
+-- "--name value"; the last wins): the one reader of a static Pod's or a flags file's flags.
+-- Returns {name = value}; words that are no flag's (the binary's name) are passed over.
 function M.parse(command)
   local out = {}
-  for i = 2, #command do
-    local n, v = command[i]:match("^%-%-([^=]+)=(.*)$")
-    if n then out[n] = v end
+  local i = 1
+  while i <= #(command or {}) do
+    local a = tostring(command[i])
+    local n, v = a:match("^%-%-?([^=%-][^=]*)=(.*)$")
+    if n then
+      out[n] = v
+    else
+      n = a:match("^%-%-?([^=%-][^=]*)$")
+      local nxt = command[i + 1] ~= nil and tostring(command[i + 1]) or nil
+      if n and nxt and not nxt:match("^%-") then out[n], i = nxt, i + 1 end
+    end
+    i = i + 1
   end
   return out
+end
+
+-- One flag's value in a command line, or nil.
+function M.value(command, name) return M.parse(command)[name] end
+
+-- One flag's value in a container: its command, then its args (the kubelet runs them as one line).
+function M.of_container(c, name)
+  local line = {}
+  for _, a in ipairs(c.command or {}) do line[#line + 1] = a end
+  for _, a in ipairs(c.args or {}) do line[#line + 1] = a end
+  return M.value(line, name)
 end
 
 return M

@@ -149,7 +149,8 @@ local function check_tree(dir, users, seen, opts, via)
   for _, name in ipairs(on_host(fs.list, dir) or {}) do
     local p = dir .. "/" .. name
     local st = on_host(fs.stat, p)
-    local real, why, fix, sub_via = p, nil, nil, via
+    local real, sub_via = p, via
+    local why, fix
     if st and st.type == "link" then
       if opts and opts.links == false then
         return fail(("%s is a symlink moonadm did not make"):format(p),

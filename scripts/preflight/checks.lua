@@ -316,7 +316,7 @@ M.container_runtime_version = {
 -- ImagePull: every image the node's control plane needs is present, or pulled now (policy
 -- IfNotPresent or Always; Never pulls nothing), one after another (kubeadm pulls in parallel when
 -- imagePullSerial is false: moonadm always pulls one by one).
-function M.image_pull(images, policy)
+function M.image_pull(wanted, policy)
   return {
     name = "ImagePull",
     run = function(ctx)
@@ -328,12 +328,12 @@ function M.image_pull(images, policy)
       local c, finding = runtime_client(ctx)
       if not c then return finding end
       local sandbox = c:sandbox_image()
-      if sandbox and sandbox ~= images.pause then
+      if sandbox and sandbox ~= wanted.pause then
         log.warn("detected that the sandbox image %q of the container runtime is inconsistent with that used by kubeadm. " ..
-          "It is recommended to use %q as the CRI sandbox image.", sandbox, images.pause)
+          "It is recommended to use %q as the CRI sandbox image.", sandbox, wanted.pause)
       end
       local out = {}
-      for _, image in ipairs(images) do
+      for _, image in ipairs(wanted) do
         if policy == "IfNotPresent" and c:image_exists(image) then
           log.v(1, "image exists: %s", image)
         else

@@ -135,10 +135,12 @@ function M.journal_dir_is_nodes(rt, mountinfo)
   return clean.is_mount_point(M.JOURNAL_DIR, mountinfo)
 end
 
+-- opts: {etcd = remove-etcd-member's finding (nil when it did not run), mountinfo =, wait =}.
 function M.run(ctx, r, rt, opts)
   opts = opts or {}
+  local removal = opts.etcd or {}
   -- The etcd data dir is read before the manifests go (the etcd manifest may name it).
-  local etcd_dir = not r.etcd_external and (r.etcd_data_dir or etcd.data_dir(r.cluster)) or nil
+  local etcd_dir = not removal.external and (removal.data_dir or etcd.data_dir(r.cluster)) or nil
 
   M.stop_kubelet(ctx, rt)
   local dirs = { manifests.DIR }
@@ -161,7 +163,7 @@ function M.run(ctx, r, rt, opts)
   if etcd_dir and not clean.is_empty(etcd_dir) then
     if ctx.dry_run then
       log.info("[reset] Would delete contents of the etcd data directory: %s", etcd_dir)
-    elseif etcd.wipe_allowed(ctx, r, etcd_dir) then
+    elseif etcd.wipe_allowed(ctx, removal.wipe_ok, etcd_dir) then
       etcd.clean_data_dir(etcd_dir)
     else
       -- remove-etcd-member did not run (skipped, or `reset phase cleanup-node` alone): the member

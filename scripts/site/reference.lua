@@ -2,7 +2,7 @@
 -- the flows themselves. tests/spec/scripting_spec.lua keeps the committed copies current
 -- (MOONADM_UPDATE_DOCS=1 rewrites them).
 local core = require "moonadm.core"
-local graph = require "framework.site.graph"
+local graph = require "framework.graph"
 local runner = require "framework.runner"
 local config_gates = require "config.gates"
 
@@ -21,7 +21,6 @@ end
 M.DEFAULT_GATES = config_gates.effective(nil)
 
 function M.rows(name, gates)
-  package.loaded["flows." .. name] = nil
   local flow = require("flows." .. name)
   local ctx = ctx_for(gates or M.DEFAULT_GATES)
   local nodes = runner.resolve(flow, ctx)
@@ -54,7 +53,7 @@ end
 function M.markdown()
   local out = { "# Phase reference",
     "",
-    "Generated from `scripts/flows/*.lua` and the phase tables by `scripts/framework/site/reference.lua`;",
+    "Generated from `scripts/flows/*.lua` and the phase tables by `scripts/site/reference.lua`;",
     "`tests/spec/scripting_spec.lua` fails when this file is out of date (`MOONADM_UPDATE_DOCS=1",
     "tests/busted.sh tests/spec/scripting_spec.lua` rewrites it). Gates are resolved with kubeadm v1.35's",
     "defaults; a gated row runs only when its gate has the value shown. *requires* must be provided",
