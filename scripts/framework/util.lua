@@ -39,12 +39,6 @@ function M.rtrim(s)
   return s:sub(1, n)
 end
 
-function M.split(s, sep)
-  local out = {}
-  for item in (s .. sep):gmatch("(.-)" .. sep:gsub("%p", "%%%0")) do out[#out + 1] = item end
-  return out
-end
-
 -- A host file's text (a path of this machine, not under moonadm's --root: /proc, /sys, the lab's own
 -- control files), or nil when it cannot be read.
 function M.read_host(path)

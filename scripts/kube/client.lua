@@ -51,7 +51,6 @@ end
 M.Error = Err
 
 local function mkerr(t) return setmetatable({ [FIELDS] = t }, Err) end
-M.is_error = function(e) return getmetatable(e) == Err end
 
 -- Failures returned to callers outside this file, kept until read. At most MAX_PENDING unread
 -- ones are kept with their call site (a long-running loop's failures must not grow without

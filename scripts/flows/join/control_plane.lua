@@ -39,7 +39,7 @@ function M.download_certs(ctx)
     local name, path = f[1], f[2]
     local content = files[name]
     if content and content ~= "" and path then
-      ctx:write(path, content, (name:match("%.key$") or name:match("%.key$")) and "0600" or "0644")
+      ctx:write(path, content, name:match("%.key$") and "0600" or "0644")
     end
   end
   log.info("[download-certs] Saving the certificates to the folder: %q", config.cert_dir(ctx.cfg.cluster))
