@@ -1,6 +1,7 @@
 -- `moonadm lab up|down|status|exec|kubelet|lb`: the command line of the lab (flags, help,
--- dispatch). What a lab is and does lives in scripts/lab/: cluster.lua (up, down, status, exec),
--- kubelet.lua (the kubelet stand-in), lb.lua (the control-plane endpoint's balancer).
+-- dispatch). What a lab is and does lives in scripts/lab/: cluster.lua (up, down, status, network,
+-- exec, and the pieces they are made of), kubelet.lua (the kubelet stand-in), lb.lua (the
+-- control-plane endpoint's balancer), node.lua and systemctl.lua (a real-kubelet node's init).
 local cluster = require "lab.cluster"
 local core = require "moonadm.core"
 local flags_mod = require "framework.argv"
@@ -8,6 +9,9 @@ local kubelet = require "lab.kubelet"
 local lab_lb = require "lab.lb"
 local log = require "framework.log"
 local net = require "lab.net"
+local node_exec = require "lab.node_exec"
+local paths = require "lab.paths"
+local readiness = require "lab.readiness"
 local releases = require "config.releases"
 local lab_node = require "lab.node"
 local lab_systemctl = require "lab.systemctl"
@@ -138,7 +142,7 @@ local function parse(spec, argv, sub)
     error(("moonadm lab %s takes no argument, got %q: a lab is named with --name (moonadm lab %s --name %s)"):format(
       sub, args[1], sub, args[1]), 0)
   end
-  flags.dir = cluster.abs(flags.dir or cluster.default_dir(flags.name))
+  flags.dir = paths.abs(flags.dir or paths.default_dir(flags.name))
   log.setup { verbosity = flags.v }
   return flags, args, set
 end
@@ -163,8 +167,8 @@ function M.exec(argv)
 end
 
 -- (for specs: a lab's readiness and running a command on a node)
-M.not_up = function(...) return cluster.not_up(...) end
-M.exec_on = function(...) return cluster.exec_on(...) end
+M.not_up = readiness.not_up
+M.exec_on = node_exec.exec_on
 
 function M.kubelet(argv)
   local flags = flags_mod.parse(M.flags.kubelet, argv)
@@ -172,7 +176,7 @@ function M.kubelet(argv)
     error("usage: moonadm lab kubelet --root DIR --node-ip IP --bin-dir DIR [--node-name NAME]", 0)
   end
   local ok_api, node_api = pcall(require, "lab.node_api")
-  local k = kubelet.new { root = cluster.abs(flags.root), node_ip = flags["node-ip"], bin_dir = cluster.abs(flags["bin-dir"]),
+  local k = kubelet.new { root = paths.abs(flags.root), node_ip = flags["node-ip"], bin_dir = paths.abs(flags["bin-dir"]),
     node_name = flags["node-name"] or core.hostname(), kubelet_version = flags["kubelet-version"] }
   k:run { healthz_port = flags["healthz-port"], api = ok_api and node_api.new or nil }
   return 0

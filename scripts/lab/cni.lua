@@ -62,4 +62,14 @@ function M.sync(st, nodes)
   return missing
 end
 
+-- Pod networking as each Node's pod CIDR says (M.sync, the Nodes read with the API client c), with
+-- the lab's record saved → the nodes still without a pod CIDR | nil, err.
+function M.wire(c, st)
+  local nodes, err = c:list({ apiVersion = "v1", kind = "Node" }, { timeout = 5 })
+  if not nodes then return nil, "listing the Nodes for their pod CIDRs: " .. tostring(err) end
+  local missing = M.sync(st, nodes)
+  state.save(st.dir, st)
+  return missing
+end
+
 return M

@@ -65,4 +65,20 @@ function M.start(st, members, bin)
   end
 end
 
+-- `lab up`'s external etcd (st.etcd, lab/network.lua's addresses): the members' namespaces, PKI and
+-- processes, and the kube-apiserver's client files on the first control plane where kubeadm's docs
+-- put them; st.external says the endpoints (lab/configs.lua's etcd.external).
+function M.up(st)
+  for _, m in ipairs(st.etcd) do net.node_up(m.name, m.ip, st.subnet, st.name) end
+  local client, endpoints = M.pki(st.dir, st.etcd)
+  M.start(st, st.etcd, st.bin_dir)
+  st.external = { endpoints = endpoints }
+  local pkidir = st.nodes[1].root .. "/etc/kubernetes/pki"
+  for file, text in pairs { ["etcd/ca.crt"] = client.ca, ["apiserver-etcd-client.crt"] = client.crt,
+    ["apiserver-etcd-client.key"] = client.key } do
+    write(pkidir .. "/" .. file, text, file:match("%.key$") and "0600" or "0644")
+  end
+  state.save(st.dir, st)
+end
+
 return M

@@ -1,7 +1,7 @@
 -- A real-kubelet lab node's init: `moonadm lab node --root DIR --node-name N --bin-dir DIR --unit FILE
 -- --images TAR --cgroup NAME`, started by `lab up --kubelet real` as PID 1 of the node's own PID and
 -- UTS namespaces, inside its network namespace and a mount namespace where /run is a private tmpfs
--- and the node's directories sit at their canonical paths (lab/cluster.lua). It does for the node
+-- and the node's directories sit at their canonical paths (lab/node_start.lua). It does for the node
 -- what systemd does on a real one, and no more:
 --   containerd.service: containerd with this node's config (restarted when it exits);
 --   kubelet.service:    stopped until asked; started, stopped and restarted by `systemctl` (the lab's
@@ -18,7 +18,7 @@
 -- `systemctl restart kubelet`, is here:
 --   moonadm lab exec w1 -- sh -c 'echo v1.36.3 > /var/lib/moonadm-lab/kubelet.release'
 --   moonadm lab exec w1 -- systemctl restart kubelet
--- (`kubelet --version` on the node reads it too: the lab's `kubelet` wrapper, lab/cluster.lua).
+-- (`kubelet --version` on the node reads it too: the lab's `kubelet` wrapper, lab/node_start.lua).
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local proc = require "moonadm.proc"

@@ -1,27 +1,19 @@
 -- The API half of the lab's kubelet stand-in, doing what a kubelet does (reference/kubelet-standin.md):
--- TLS bootstrap from bootstrap-kubelet.conf (CSR with signer kube-apiserver-client-kubelet, wait
--- for the real controller-manager to approve and sign, write the client cert and kubelet.conf),
--- or on a first control plane the client cert from kubelet.conf's embedded data; Node registration,
+-- its client and identity (TLS bootstrap, the embedded client cert of a first control plane,
+-- rotation: lab/kubelet_tls.lua, whose functions are this object's methods); Node registration,
 -- a Lease and status kept fresh; a mirror pod per static pod (re-created after a delete, replaced
 -- when the manifest's hash changes, deleted when the manifest goes) with its status reported.
 -- Every call is short (the stand-in's loop is single-threaded): failures are retried next tick.
-local api = require "moonadm.api"
-local client_mod = require "kube.client"
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local json = require "kube.json"
-local kubeconfig = require "kube.kubeconfig"
-local pki = require "moonadm.pki"
+local kubelet_tls = require "lab.kubelet_tls"
 local version = require "framework.version"
-local yaml = require "moonadm.yaml"
-local encoding = require "moonadm.encoding"
 
 local M = {}
 M.__index = M
 
-local KUBELET_CONF <const> = "/etc/kubernetes/kubelet.conf"
-local BOOTSTRAP_CONF <const> = "/etc/kubernetes/bootstrap-kubelet.conf"
-local CLIENT_PEM <const> = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+local KUBELET_CONF <const> = kubelet_tls.KUBELET_CONF
 local FLAGS_ENV <const> = "/var/lib/kubelet/kubeadm-flags.env"
 local STATUS_EVERY <const>, LEASE_EVERY <const>, RESYNC_EVERY <const> = 10, 10, 2
 
@@ -36,7 +28,10 @@ local function now_micro()
   return os.date("!%Y-%m-%dT%H:%M:%S", math.floor(t)) .. ("%.6fZ"):format(t % 1):sub(2)
 end
 
-local function read_root(path) return fs.read(path) end
+M.client_pem_from_kubelet_conf = kubelet_tls.client_pem_from_kubelet_conf
+M.connect = kubelet_tls.connect
+M.bootstrap = kubelet_tls.bootstrap
+M.rotate = kubelet_tls.rotate
 
 function M.new(kubelet)
   return setmetatable({ k = kubelet, node = kubelet.node_name:lower(), mirrors = {}, next = {}, errors = {} }, M)
@@ -54,96 +49,6 @@ function M:due(what, every)
   if (self.next[what] or 0) > now then return false end
   self.next[what] = now + every
   return true
-end
-
--- First start of a control plane's kubelet: kubelet.conf carries an embedded client certificate;
--- a kubelet writes it to its cert dir so that kubelet-finalize can point kubelet.conf at it.
-function M:client_pem_from_kubelet_conf(text)
-  if fs.exists(CLIENT_PEM) then return end
-  local docs = yaml.decode(text, KUBELET_CONF)
-  local kc = docs and docs[1]
-  for _, u in ipairs(kc and kc.users or {}) do
-    local cert = u.user and u.user["client-certificate-data"]
-    local key = u.user and u.user["client-key-data"]
-    if cert and key then
-      fs.mkdir("/var/lib/kubelet/pki", "0755")
-      local pem = encoding.base64_decode(cert) .. encoding.base64_decode(key)
-      local name = ("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S"))
-      fs.write(name, pem, "0600")
-      fs.write(CLIENT_PEM, pem, "0600")
-      log("wrote %s from the embedded client certificate of kubelet.conf", CLIENT_PEM)
-      return
-    end
-  end
-end
-
-function M:connect()
-  local text = fs.read(KUBELET_CONF)
-  if text then
-    self:client_pem_from_kubelet_conf(text)
-    local opts, err = kubeconfig.parse(text, { filename = KUBELET_CONF, read = read_root })
-    if not opts then return self:note("kubelet.conf", err) end
-    opts.timeout, opts.request_timeout, opts.connect_timeout, opts.no_retry = 3, 3, 2, true -- see M.tick
-    local c, cerr = client_mod.new(opts)
-    if not c then return self:note("client", cerr) end
-    self.client, self.client_conf = c, text
-    log("talking to %s as system:node:%s", opts.server, self.node)
-    return
-  end
-  if fs.exists(BOOTSTRAP_CONF) then self:bootstrap() end
-end
-
--- TLS bootstrap, as a kubelet with --bootstrap-kubeconfig does it.
-function M:bootstrap()
-  local text = fs.read(BOOTSTRAP_CONF)
-  local opts, err = kubeconfig.parse(text or "", { filename = BOOTSTRAP_CONF, read = read_root })
-  if not opts then return self:note("bootstrap-kubelet.conf", err) end
-  opts.timeout, opts.request_timeout, opts.connect_timeout, opts.no_retry = 3, 3, 2, true -- see M.tick
-  local c, cerr = client_mod.new(opts)
-  if not c then return self:note("bootstrap client", cerr) end
-  local b = self.boot
-  if not b then
-    local key = assert(pki.generate_key("ECDSA-P256"))
-    local csr = assert(pki.create_csr(key, { cn = "system:node:" .. self.node, o = { "system:nodes" } }))
-    local obj, oerr = c:create {
-      apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest",
-      metadata = { generateName = "csr-" },
-      spec = { request = encoding.base64_encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
-        usages = { "digital signature", "client auth" } },
-    }
-    if not obj then c:close() return self:note("bootstrap CSR", oerr) end
-    b = { key_pem = key:pem(), name = obj.metadata.name, server = opts.server, ca_pem = opts.ca_pem }
-    self.boot = b
-    log("TLS bootstrap: created CertificateSigningRequest %s; waiting for approval and signing", b.name)
-  end
-  local obj, gerr = c:get { apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest", name = b.name }
-  c:close()
-  if not obj then return self:note("bootstrap CSR", gerr) end
-  for _, cond in ipairs(obj.status and obj.status.conditions or {}) do
-    if cond.type == "Denied" or cond.type == "Failed" then
-      self.boot = nil
-      return self:note("bootstrap CSR", ("CSR %s %s: %s"):format(b.name, cond.type, cond.message or ""))
-    end
-  end
-  local cert = obj.status and obj.status.certificate
-  if not cert or cert == "" then return end
-  local pem = encoding.base64_decode(cert) .. b.key_pem
-  fs.mkdir("/var/lib/kubelet/pki", "0755")
-  fs.write(("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S")), pem, "0600")
-  fs.write(CLIENT_PEM, pem, "0600")
-  local conf = {
-    apiVersion = "v1", kind = "Config",
-    clusters = { { name = "default-cluster", cluster = { server = b.server,
-      ["certificate-authority-data"] = encoding.base64_encode(b.ca_pem) } } },
-    contexts = { { name = "default-context", context = { cluster = "default-cluster", user = "default-auth",
-      namespace = "default" } } },
-    ["current-context"] = "default-context",
-    users = { { name = "default-auth", user = { ["client-certificate"] = CLIENT_PEM, ["client-key"] = CLIENT_PEM } } },
-  }
-  fs.write(KUBELET_CONF, yaml.encode(conf), "0600")
-  fs.remove(BOOTSTRAP_CONF)
-  self.boot = nil
-  log("TLS bootstrap done: wrote %s and %s, removed %s", CLIENT_PEM, KUBELET_CONF, BOOTSTRAP_CONF)
 end
 
 local function taints_from_flags()
@@ -329,58 +234,17 @@ function M:resync()
   end
   for name, p in pairs(live) do
     if not wanted[name] then
-      local ok, err = c:delete({ apiVersion = "v1", kind = "Pod", namespace = p.metadata.namespace, name = name },
+      local ok, derr = c:delete({ apiVersion = "v1", kind = "Pod", namespace = p.metadata.namespace, name = name },
         { grace_period = 0, ignore_not_found = true })
       if ok then
         self.mirrors[name] = nil
         log("mirror pod %s deleted: its manifest is gone", name)
       else
-        log("deleting mirror pod %s (its manifest is gone): %s; retried next sync", name, tostring(err))
+        log("deleting mirror pod %s (its manifest is gone): %s; retried next sync", name, tostring(derr))
       end
     end
   end
   self.dirty = false
-end
-
--- Client certificate rotation, as a kubelet with rotateCertificates does: past 80% of the
--- certificate's lifetime (a kubelet picks 70-90%), or when asked (SIGUSR1 to the stand-in), a new
--- key and a CSR signed with the node's current identity (auto-approved through
--- kubeadm:node-autoapprove-certificate-rotation); the new pair replaces kubelet-client-current.pem.
-function M:rotate(force)
-  local pem = fs.read(CLIENT_PEM)
-  if not pem then return end
-  local cert = pki.read_cert(pem)
-  if not cert then return end
-  local info = cert:info()
-  local life = info.not_after - info.not_before
-  if not force and os.time() < info.not_before + 0.8 * life then return end
-  local r = self.rotation
-  if not r then
-    local key = assert(pki.generate_key("ECDSA-P256"))
-    local csr = assert(pki.create_csr(key, { cn = "system:node:" .. self.node, o = { "system:nodes" } }))
-    local obj, err = self.client:create {
-      apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest", metadata = { generateName = "csr-" },
-      spec = { request = encoding.base64_encode(csr), signerName = "kubernetes.io/kube-apiserver-client-kubelet",
-        usages = { "digital signature", "client auth" } } }
-    if not obj then return self:note("certificate rotation", err) end
-    r = { name = obj.metadata.name, key_pem = key:pem() }
-    self.rotation = r
-    log("certificate rotation: created CertificateSigningRequest %s", r.name)
-  end
-  local obj, err = self.client:get { apiVersion = "certificates.k8s.io/v1", kind = "CertificateSigningRequest", name = r.name }
-  if not obj then return self:note("certificate rotation", err) end
-  local signed = obj.status and obj.status.certificate
-  if not signed or signed == "" then return end
-  local new = encoding.base64_decode(signed) .. r.key_pem
-  fs.write(("/var/lib/kubelet/pki/kubelet-client-%s.pem"):format(os.date("!%Y-%m-%d-%H-%M-%S")), new, "0600")
-  fs.write(CLIENT_PEM, new, "0600")
-  self.rotation, self.rotate_now = nil, false
-  log("certificate rotation done: %s renewed (CSR %s)", CLIENT_PEM, r.name)
-  -- reconnect with the new certificate when kubelet.conf points at the rotating file
-  if (self.client_conf or ""):find(CLIENT_PEM, 1, true) then
-    self.client:close()
-    self.client, self.client_conf = nil, nil
-  end
 end
 
 -- Called by the kubelet loop every 200 ms.
