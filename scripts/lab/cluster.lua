@@ -54,6 +54,7 @@ local function new_state(flags, opts, subnet)
     kubernetes_version = flags["kubernetes-version"] }
   if opts.real then
     sysctls.record()
+    sysctls.raise_inotify()
     node_start.write_tools(st)
   end
   network.add_nodes(st, flags)

@@ -163,3 +163,39 @@ describe("lab commands that take no argument", function()
     end)
   end
 end)
+
+describe("a real-kubelet lab's inotify instances", function()
+  local sysctls = require "lab.sysctls"
+
+  local function put(path, text)
+    local f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+  end
+  local function get(path)
+    local f = assert(io.open(path, "r"))
+    local s = f:read("a")
+    f:close()
+    return s
+  end
+
+  it("raises Debian's 128 to 1024 before the first kubelet runs, and the last lab down puts 128 back", function()
+    local dir = h.tmpdir()
+    local saved = { sysctls.PROC, sysctls.SYSCTL_RECORD }
+    sysctls.PROC, sysctls.SYSCTL_RECORD = dir .. "/proc/", dir .. "/run/record.json"
+    os.execute("mkdir -p " .. h.q(dir .. "/proc/fs/inotify"))
+    put(dir .. "/proc/" .. sysctls.INOTIFY, "128\n")
+    local ok, err = pcall(function()
+      sysctls.record()
+      sysctls.raise_inotify()
+      assert.equal("1024", get(dir .. "/proc/" .. sysctls.INOTIFY))
+      sysctls.raise_inotify() -- enough already: unchanged
+      assert.equal("1024", get(dir .. "/proc/" .. sysctls.INOTIFY))
+      sysctls.restore()
+      assert.equal("128", get(dir .. "/proc/" .. sysctls.INOTIFY))
+    end)
+    sysctls.PROC, sysctls.SYSCTL_RECORD = saved[1], saved[2]
+    h.rmrf(dir)
+    assert(ok, err)
+  end)
+end)
