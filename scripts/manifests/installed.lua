@@ -1,6 +1,7 @@
 -- The node's static pod manifests as reset reads them (/etc/kubernetes/manifests under the root).
 local fs = require "moonadm.fs"
 local yaml = require "moonadm.yaml"
+local args = require "kube.args"
 
 local M = {}
 
@@ -18,16 +19,9 @@ function M.read(name)
   return pod
 end
 
--- The value of --NAME=VALUE in the pod's first container's command or args.
+-- The value of --NAME in the pod's first container's command or args (kube.args reads it).
 function M.flag(pod, name)
-  local c = pod.spec.containers and pod.spec.containers[1] or {}
-  local prefix = "--" .. name .. "="
-  for _, list in ipairs { c.command or {}, c.args or {} } do
-    for _, a in ipairs(list) do
-      if type(a) == "string" and a:sub(1, #prefix) == prefix then return a:sub(#prefix + 1) end
-    end
-  end
-  return nil
+  return args.of_container(pod.spec.containers and pod.spec.containers[1] or {}, name)
 end
 
 -- The hostPath of the pod's volume NAME.

@@ -5,6 +5,8 @@
 -- anything from the cluster, puts that backup's etcd manifest back and drops a data dir restore's
 -- staging copy (the data dir itself is whole at every instant: etcd/data_dir.lua).
 local fs = require "moonadm.fs"
+local yaml = require "moonadm.yaml"
+local args = require "kube.args"
 local log = require "framework.log"
 local manifests = require "manifests"
 local data_dir = require "etcd.data_dir"
@@ -29,7 +31,11 @@ function M.recover(ctx)
       local ok, err
       if text then ok, err = fs.write(path, text, "0600") end
       if not ok then error(("[upgrade/rollback] restoring %s from %s: %s"):format(path, backup, err or rerr), 0) end
-      local ddir = text:match("%-%-data%-dir=([^%s\"']+)") or "/var/lib/etcd"
+      local docs = yaml.decode(text, backup)
+      local pod = docs and docs[1]
+      local c = type(pod) == "table" and type(pod.spec) == "table" and type(pod.spec.containers) == "table"
+        and pod.spec.containers[1]
+      local ddir = type(c) == "table" and args.of_container(c, "data-dir") or "/var/lib/etcd"
       if fs.exists(ddir .. "/" .. data_dir.STAGING) then fs.remove_tree(ddir .. "/" .. data_dir.STAGING) end
       fs.remove(mark)
       return
