@@ -81,7 +81,7 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
     echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
   else
     bin=${MOONADM_BIN:-$top/bin/moonadm}
-    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu e2eup e2eup2 e2eperm e2eauth e2epar e2equo dev14c e2ekl e2ereal e2erealha e2erealbad e2erk e2efail e2erkm e2etko e2evip e2emin e2eminha dev6r dev9 dev10b dev14f dev12 dev12b sw1 sw2 sw3 sw4 sw5; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
+    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu e2eup e2eup2 e2eperm e2eauth e2epar e2equo dev14c e2ekl e2ereal e2erealha e2erealbad e2erk e2efail e2erkm e2etko e2evip e2emin e2eminha dev6r dev9 dev10b dev14f dev12 dev12b sw1 sw2 sw3 sw4 sw5 e2ern; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
     trap 'labs_down; rm -rf "$out"' EXIT
     trap 'exit 130' INT TERM
     export MOONADM_E2E_RUN=$$-$(date +%s)

@@ -15,6 +15,8 @@ local kube_client = require "kube.client"
 local lazy = require "framework.lazy"
 local upload_config = lazy.require "cluster.upload_config" -- --kubeconfig without --config alone reads the cluster
 local cli = require "framework.cli"
+local duration = require "config.duration"
+local restart_mod = lazy.require "renewal.restart" -- renew --if-expiring-within | --restart
 
 local M = {}
 
@@ -33,8 +35,12 @@ local PRINT_FLAGS = {
 local subs = {
   { "check-expiration", "Check certificates expiration for a Kubernetes cluster",
     { CERT_DIR, CONFIG, KDIR, KUBECONFIG, PRINT_FLAGS[1], PRINT_FLAGS[2], { name = "output", short = "o", type = "string", default = "text",
-      help = "Output format. One of: text|json|yaml." } } },
-  { "renew", "Renew certificates for a Kubernetes cluster", { CERT_DIR, CONFIG, KDIR, KUBECONFIG } },
+      help = "Output format. One of: text|json|yaml." },
+    { name = "warn-within", type = "string", help = "moonadm: exit 3 when a certificate or CA has less than this duration left (e.g. 720h), for monitoring" } } },
+  { "renew", "Renew certificates for a Kubernetes cluster", { CERT_DIR, CONFIG, KDIR, KUBECONFIG,
+    { name = "if-expiring-within", type = "string", help = "moonadm: renew only the certificates with less than this duration left (e.g. 720h), then restart the control-plane static Pods that read them, one at a time" },
+    { name = "restart", type = "bool", help = "moonadm: restart this node's control-plane static Pods whose certificates were renewed, one at a time, waiting for each (default: on with --if-expiring-within)" },
+    { name = "force", type = "bool", help = "moonadm: restart etcd even when the other members would lack a quorum meanwhile" } } },
   { "certificate-key", "Generate certificate keys", {} },
   { "generate-csr", "Generate keys and certificate signing requests", { CERT_DIR, CONFIG, KDIR } },
 }
@@ -121,25 +127,63 @@ local function setup(spec, argv)
   if not flags.config and set.kubeconfig then cluster_config(cfg, flags.kubeconfig) end
   for _, w in ipairs(cfg.warnings or {}) do log.warn("%s", w) end
   if flags["cert-dir"] and flags["cert-dir"] ~= "" then cfg.cluster.certificatesDir = flags["cert-dir"] end
-  local ctx = context.new { command = "certs", cfg = cfg, gates = cfg.gates or {}, flags = flags, root = flags.root }
+  local ctx = context.new { command = "certs", cfg = cfg, gates = cfg.gates or {}, flags = flags, flags_set = set,
+    root = flags.root }
   return flags, args, ctx, tree.env(ctx)
 end
 
 local function kdir(flags) return ((flags["kubeconfig-dir"] or "/etc/kubernetes"):gsub("/+$", "")) end
 
+-- A duration flag's value in seconds (Go's syntax, as kubeadm's duration flags); raises on bad text.
+local function duration_flag(flags, name)
+  local v = flags[name]
+  if v == nil or v == "" then return nil end
+  local s = duration.seconds(v)
+  if not s or s < 0 then
+    error(("invalid argument %q for \"--%s\" flag: a duration such as 720h or 30m is expected"):format(v, name), 0)
+  end
+  return s
+end
+
+-- Exit code of `check-expiration --warn-within`: something is due (docs/pki.md).
+M.EXIT_DUE = 3
+
 local function check_expiration(spec, argv)
   local flags, _, _, E = setup(spec, argv)
+  local within = duration_flag(flags, "warn-within")
   local certs, cas = expiration.collect(E, kdir(flags))
   local o = flags.output or "text"
   if o == "json" then io.stdout:write(expiration.json(certs, cas))
   elseif o == "yaml" then io.stdout:write(expiration.yaml(certs, cas))
   elseif o == "text" or o == "" then io.stdout:write(expiration.text(certs, cas))
   else error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text,yaml"):format(o), 0) end
+  if within then
+    local due = {}
+    for _, list in ipairs { certs, cas } do
+      for _, r in ipairs(list) do
+        if r.residual and r.residual < within then due[#due + 1] = r.name end
+      end
+    end
+    if #due > 0 then
+      log.warn("%d certificate(s) expire within %s: %s (moonadm certs renew all --if-expiring-within %s renews them)",
+        #due, flags["warn-within"], table.concat(due, ", "), flags["warn-within"])
+      return M.EXIT_DUE
+    end
+  end
   return 0
 end
 
+-- --if-expiring-within: the targets due, each one not due named with its time left.
+local function due_targets(E, targets, within, text)
+  local due, rest = expiration.due(E, targets, within)
+  for _, r in ipairs(rest) do
+    io.stdout:write(("%s is not due: %s left, more than %s\n"):format(r.name, duration.format_seconds(r.residual), text))
+  end
+  return due
+end
+
 local function renew(spec, argv)
-  local flags, args, _, E = setup(spec, argv)
+  local flags, args, ctx, E = setup(spec, argv)
   local names = {}
   for _, r in ipairs((expiration.rows(E, kdir(flags)))) do names[#names + 1] = r.name end
   if not args[1] then
@@ -147,10 +191,26 @@ local function renew(spec, argv)
       table.concat(names, "|") .. "|all> [flags]")
     return 1
   end
+  local within = duration_flag(flags, "if-expiring-within")
+  local set = ctx.flags_set or {}
+  local restart = flags.restart or (within ~= nil and not set.restart)
   common.take_root(flags, { cert_dir = E.dir }) -- it rewrites certificates and kubeconfigs: one moonadm at a time
-  local lines = expiration.renew(E, expiration.targets(E, kdir(flags), args[1]))
+  local targets = expiration.targets(E, kdir(flags), args[1])
+  if within then targets = due_targets(E, targets, within, flags["if-expiring-within"]) end
+  -- what will need a restart is written down before anything is renewed (a killed run's is kept)
+  local to_restart = {}
+  if restart then
+    local renewing = {}
+    for _, r in ipairs(targets) do renewing[#renewing + 1] = r.name end
+    to_restart = restart_mod.mark(restart_mod.components(renewing))
+  end
+  local lines = expiration.renew(E, targets)
   for _, l in ipairs(lines) do io.stdout:write(l, "\n") end
-  if args[1] == "all" then
+  if restart then
+    local done, skipped = restart_mod.run(ctx, to_restart, { force = flags.force })
+    if #done > 0 then io.stdout:write(("\nRestarted %s, one at a time.\n"):format(table.concat(done, ", "))) end
+    if #skipped > 0 then return 1 end
+  elseif args[1] == "all" and #targets > 0 then
     io.stdout:write("\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, " ..
       "kube-scheduler and etcd, so that they can use the new certificates.\n")
   end

@@ -158,8 +158,24 @@ function M.targets(E, kdir, name)
   error(("unknown certificate %q: valid are %s, all"):format(tostring(name), table.concat(names, ", ")), 0)
 end
 
+-- The rows of `rows` due for renewal: a certificate that exists, signed by a CA whose key is here,
+-- with less than `within` seconds left at `now`. Returns due rows, and {name, residual} of the rest.
+function M.due(E, rows, within, now)
+  now = now or core.now()
+  local due, not_due = {}, {}
+  for _, row in ipairs(rows) do
+    local cert = M.load(E, row)
+    if cert and not M.external(E, row.ca) then
+      local left = M.residual(cert:info().not_after, now)
+      if left < within then due[#due + 1] = row else not_due[#not_due + 1] = { name = row.name, residual = left } end
+    end
+  end
+  return due, not_due
+end
+
 -- Renews rows: same subject, SANs and usages, a new key, start - 5m .. start + certificateValidityPeriod.
--- Returns the lines to print. Every new certificate is signed before anything is written.
+-- Returns the lines to print and the names renewed. Every new certificate is signed before anything
+-- is written.
 function M.renew(E, rows)
   local lines, jobs = {}, {}
   for _, row in ipairs(rows) do
@@ -174,7 +190,7 @@ function M.renew(E, rows)
       lines[#lines + 1] = long .. " renewed"
     end
   end
-  if #jobs == 0 then return lines end
+  if #jobs == 0 then return lines, {} end
   local algs = {}
   for i = 1, #jobs do algs[i] = E.alg end
   local keys, kerr = pki.generate_keys(algs)
@@ -200,7 +216,9 @@ function M.renew(E, rows)
       tree.write_pair(E, j.row.entry.base, j.key, j.new)
     end
   end
-  return lines
+  local names = {}
+  for _, j in ipairs(jobs) do names[#names + 1] = j.row.name end
+  return lines, names
 end
 
 return M

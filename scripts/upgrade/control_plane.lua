@@ -59,13 +59,19 @@ local function poll_client(ctx)
   return c
 end
 
+-- The hash the component's mirror pod shows now, or nil (no answer: the API may be restarting).
+function M.mirror_hash(ctx, component, node)
+  return hash_of((mirror(poll_client(ctx), component, node)))
+end
+
 -- Waits until the component's mirror pod shows the new hash: the lab's content hash, or (a real
--- kubelet's own hash) any hash other than the one before the change.
-function M.wait_hash(ctx, component, node, text, before, timeout)
+-- kubelet's own hash) any hash other than the one before the change. prefix: the log lines'.
+function M.wait_hash(ctx, component, node, text, before, timeout, prefix)
+  prefix = prefix or "[upgrade/staticpods]"
   local want = M.content_hash(text)
   local c = poll_client(ctx)
-  log.info("[upgrade/staticpods] Waiting for the kubelet to restart the component")
-  log.info("[upgrade/staticpods] This can take up to %s", capi.go_duration(timeout))
+  log.info("%s Waiting for the kubelet to restart the component", prefix)
+  log.info("%s This can take up to %s", prefix, capi.go_duration(timeout))
   local t0 = core.monotonic()
   local h = capi.poll(("the mirror pod of %s to show the new %s"):format(component, M.HASH), timeout, M.INTERVAL,
     function()
@@ -74,17 +80,18 @@ function M.wait_hash(ctx, component, node, text, before, timeout)
       if h and (h == want or (before and h ~= before)) then return h end
       return nil, pod and ("hash is still " .. tostring(h)) or tostring(err)
     end)
-  log.info("[upgrade/staticpods] The kubelet restarted %s after %s", component, capi.go_duration(core.monotonic() - t0))
+  log.info("%s The kubelet restarted %s after %s", prefix, component, capi.go_duration(core.monotonic() - t0))
   return h
 end
 
 -- The component's health endpoint (apiserver /livez, controller-manager /healthz, scheduler
 -- /livez, etcd: the cluster's health through the healthcheck client) until healthy or timeout.
-function M.wait_healthy(ctx, component, timeout)
-  log.info("[upgrade/staticpods] Waiting for %s to be healthy. This can take up to %s", component, capi.go_duration(timeout))
+function M.wait_healthy(ctx, component, timeout, prefix)
+  prefix = prefix or "[upgrade/staticpods]"
+  log.info("%s Waiting for %s to be healthy. This can take up to %s", prefix, component, capi.go_duration(timeout))
   local t0 = core.monotonic()
   local function healthy()
-    log.info("[upgrade/staticpods] %s is healthy after %s", component, capi.go_duration(core.monotonic() - t0))
+    log.info("%s %s is healthy after %s", prefix, component, capi.go_duration(core.monotonic() - t0))
     return true
   end
   if component == "etcd" then

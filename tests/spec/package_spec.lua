@@ -115,6 +115,14 @@ describe("make deb", function()
         assert(h.read(man .. name .. ".1.gz"), gz .. " refers to " .. name .. "(1), which is not in the package")
       end
     end
+    -- the renewal timer and its service, installed and not enabled (no wants/ link in the package)
+    local svc = h.read(root .. "/usr/lib/systemd/system/moonadm-certs-renew.service")
+    assert(svc, "no moonadm-certs-renew.service")
+    assert.matches("\nExecStart=/usr/bin/moonadm certs renew all %-%-if%-expiring%-within ${MOONADM_RENEW_WITHIN}\n", svc)
+    local timer = h.read(root .. "/usr/lib/systemd/system/moonadm-certs-renew.timer")
+    assert(timer and timer:find("\nOnCalendar=daily\n", 1, true), "no daily moonadm-certs-renew.timer")
+    local _, wants = sh("find " .. h.q(root) .. " -path '*wants*' -name 'moonadm*'")
+    assert.equal("", wants:gsub("%s", ""))
     local dropin = h.read(root .. "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf")
     assert(dropin, "no /usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf")
     local body = {}
