@@ -6,8 +6,8 @@
  * The Kubernetes semantics (paths, status errors, retries, watch) are Lua: scripts/kube/.
  * max_body: the cap on a buffered response body in bytes (handle default 64 MiB, engine/http.h);
  * a body over it fails with kind "too_large".
- * Misuse raises; a transport failure returns nil, message, kind ("connect", "timeout", "tls",
- * "options", "too_large", "other"). Secrets given in opts are copied into the engine handle and wiped there. */
+ * Misuse raises; a failure returns nil, message, kind ("connect", "timeout", "tls", "options",
+ * "too_large", "other": bindings/bindings.h's convention). Secrets given in opts are copied into the engine handle and wiped there. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,13 @@ typedef struct {
 	ma_http *h;
 	int depth; /* requests in progress (a sink may issue more): close is refused meanwhile */
 } LClient;
+
+/* nil, message, kind: engine/http.h's class of the failure in e->code, by name */
+static int push_fail(lua_State *L, ma_err *e)
+{
+	e->kind = ma_http_errkind_name(e->code);
+	return ma_push_err(L, e);
+}
 
 static LClient *checkclient(lua_State *L, int i)
 {
@@ -102,7 +109,7 @@ static int l_new(lua_State *L)
 	luaL_setmetatable(L, CLIENT_MT);
 	ma_err e = {0};
 	if (!(u->h = ma_http_new(&o, &e)))
-		return ma_push_err(L, &e);
+		return push_fail(L, &e);
 	return 1;
 }
 
@@ -251,7 +258,7 @@ static int l_url(lua_State *L)
 	ma_err e = {0};
 	char *u = ma_http_url(server, path, q, &e);
 	if (!u)
-		return ma_push_err(L, &e);
+		return push_fail(L, &e);
 	lua_pushstring(L, u);
 	free(u);
 	return 1;
@@ -399,10 +406,7 @@ static int l_request(lua_State *L)
 	}
 	if (rc < 0) {
 		ma_http_resp_free(resp);
-		lua_pushnil(L);
-		lua_pushstring(L, e.msg);
-		lua_pushstring(L, ma_http_errkind_name(e.code));
-		return 3;
+		return push_fail(L, &e);
 	}
 	lua_createtable(L, 0, 6); /* ... resp t */
 	lua_pushinteger(L, resp->status);

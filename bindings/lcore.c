@@ -66,9 +66,9 @@ static int l_hostname(lua_State *L)
 {
 	char buf[256];
 	if (gethostname(buf, sizeof buf) != 0) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "gethostname: %s", strerror(errno));
-		return 2;
+		ma_err e = {0};
+		ma_fail_errno(&e, errno, "gethostname");
+		return ma_push_err(L, &e);
 	}
 	buf[sizeof buf - 1] = '\0';
 	lua_pushstring(L, buf);

@@ -31,12 +31,10 @@ static int l_base64_decode(lua_State *L)
 	const char *s = luaL_checklstring(L, 1, &n);
 	luaL_Buffer b;
 	unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, n / 4 * 3 + 3);
-	ma_err e;
+	ma_err e = {0};
 	if (ma_base64_decode(s, n, out, &m, &e) != 0) {
-		luaL_pushresultsize(&b, 0);
-		lua_pushnil(L);
-		lua_pushstring(L, e.msg);
-		return 2;
+		luaL_pushresultsize(&b, 0); /* text "" */
+		return ma_push_err(L, &e); /* text "" nil msg code */
 	}
 	luaL_pushresultsize(&b, m);
 	return 1;
@@ -74,12 +72,9 @@ static int l_json_rewrite(lua_State *L)
 	}
 	char *out;
 	size_t len, marked, dropped;
-	ma_err e;
-	if (ma_json_rewrite(s, n, marker, drop, &out, &len, &marked, &dropped, &e) != 0) {
-		lua_pushnil(L);
-		lua_pushstring(L, e.msg);
-		return 2;
-	}
+	ma_err e = {0};
+	if (ma_json_rewrite(s, n, marker, drop, &out, &len, &marked, &dropped, &e) != 0)
+		return ma_push_err(L, &e);
 	if (marked == 0 && dropped == 0)
 		lua_pushvalue(L, 1);
 	else

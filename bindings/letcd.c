@@ -35,12 +35,13 @@ static LEtcd *checkclient(lua_State *L, int i)
 	return u;
 }
 
-static int push_fail(lua_State *L, const ma_err *e)
+/* nil, message, kind: the name of e->code (engine/etcd.h), bindings/bindings.h's convention */
+static int push_fail(lua_State *L, ma_err *e)
 {
-	lua_pushnil(L);
-	lua_pushstring(L, e->msg[0] ? e->msg : "etcd: unknown error");
-	lua_pushstring(L, ma_etcd_errkind_name(e->code));
-	return 3;
+	if (!e->msg[0])
+		ma_fail(e, "etcd: unknown error");
+	e->kind = ma_etcd_errkind_name(e->code);
+	return ma_push_err(L, e);
 }
 
 static void push_id(lua_State *L, uint64_t id)
@@ -425,9 +426,9 @@ static int l_id_from_hex(lua_State *L)
 	const char *s = luaL_checkstring(L, 1);
 	uint64_t id;
 	if (ma_etcd_id_parse_hex(s, &id) < 0) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "\"%s\" is not a hex member ID", s);
-		return 2;
+		ma_err e = {0};
+		ma_fail_kind(&e, "malformed", "\"%.64s\" is not a hex member ID", s);
+		return ma_push_err(L, &e);
 	}
 	push_id(L, id);
 	return 1;

@@ -16,7 +16,7 @@ typedef struct {
 
 static int l_port_free(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	int r = ma_net_port_free(luaL_checkstring(L, 1), (int)luaL_checkinteger(L, 2), &e);
 	if (r < 0)
 		return ma_push_err(L, &e);
@@ -26,7 +26,7 @@ static int l_port_free(lua_State *L)
 
 static int l_listen(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	const char *ip = luaL_checkstring(L, 1);
 	int port = (int)luaL_optinteger(L, 2, 0);
 	listener *l = lua_newuserdatauv(L, sizeof *l, 0);
@@ -58,7 +58,7 @@ static int l_listener_close(lua_State *L)
 
 static int l_interfaces(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	ma_net_addr addrs[128];
 	int n = ma_net_interfaces(addrs, 128, &e);
 	if (n < 0)
@@ -83,7 +83,7 @@ static int l_interfaces(lua_State *L)
 
 static int l_default_ip(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	char ip[64];
 	if (ma_net_default_ip(ip, sizeof ip, &e))
 		return ma_push_err(L, &e);

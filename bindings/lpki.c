@@ -1,7 +1,8 @@
 /* moonadm.pki: keys and certificates as handles, plus the stateless primitives
  * of engine/pki.h. Specs are tables {cn=, o={}, dns={}, ips={}, usages={},
  * ext_usages={}, not_before=, not_after=, is_ca=}. Misuse raises; an
- * operational failure returns nil (or false), message. */
+ * operational failure returns nil, message, code (bindings/bindings.h); a check that does not hold
+ * (key:matches, cert:covers, jws_verify) returns false, why. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,7 +114,7 @@ static unsigned usagebits(lua_State *L, int t, const char *field, int ext)
 	unsigned bits = 0, bit;
 	const char *const *v = strlist(L, t, field, &n); /* ... array? */
 	for (size_t i = 0; i < n; i++) {
-		ma_err e;
+		ma_err e = {0};
 		if (ma_pki_usage_bit(v[i], ext, &bit, &e)) luaL_error(L, "spec.%s: %s", field, e.msg);
 		bits |= bit;
 	}
@@ -239,7 +240,7 @@ static void push_info(lua_State *L, ma_pki_info *in, int csr)
 static int l_generate_key(lua_State *L)
 {
 	const char *alg = luaL_optstring(L, 1, "RSA-2048");
-	ma_err e;
+	ma_err e = {0};
 	LKey *u = newkey(L);
 	if (!(u->k = ma_pki_genkey(alg, &e))) return ma_push_err(L, &e);
 	return 1;
@@ -252,7 +253,7 @@ static int l_rsa_generator(lua_State *L)
 {
 	const char *name = luaL_optstring(L, 1, NULL), *source = luaL_optstring(L, 2, "the RSA generator");
 	const char *why = NULL;
-	ma_err e;
+	ma_err e = {0};
 	if (name && ma_pki_rsa_generator_set(name, source, &e)) return ma_push_err(L, &e);
 	if (!(name = ma_pki_rsa_generator(&why, &e))) return ma_push_err(L, &e);
 	lua_pushstring(L, name);
@@ -277,7 +278,7 @@ static int l_generate_keys(lua_State *L)
 		newkey(L); /* ... res key (empty: filled below without further allocation) */
 		lua_rawseti(L, -2, (lua_Integer)i + 1);
 	}
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_genkeys_parallel(algs, n, out, nthreads, &e)) return ma_push_err(L, &e);
 	for (size_t i = 0; i < n; i++) {
 		lua_rawgeti(L, -1, (lua_Integer)i + 1); /* ... res key */
@@ -291,7 +292,7 @@ static int read_key(lua_State *L, int pub)
 {
 	size_t len;
 	const char *pem = luaL_checklstring(L, 1, &len);
-	ma_err e;
+	ma_err e = {0};
 	LKey *u = newkey(L);
 	if (!(u->k = pub ? ma_pki_pubkey_read(pem, len, &e) : ma_pki_key_read(pem, len, &e)))
 		return ma_push_err(L, &e);
@@ -303,7 +304,7 @@ static int l_read_public_key(lua_State *L) { return read_key(L, 1); }
 static int key_pem(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	Box *b = newbox(L, 1);
 	if (!(b->p = ma_pki_key_pem(k, &len, &e))) return ma_push_err(L, &e);
@@ -314,7 +315,7 @@ static int key_pem(lua_State *L)
 static int key_public_pem(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	Box *b = newbox(L, 0);
 	if (!(b->p = ma_pki_pubkey_pem(k, &len, &e))) return ma_push_err(L, &e);
@@ -357,7 +358,7 @@ static int push_check(lua_State *L, int r, const ma_err *e)
 
 static int key_matches(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	return push_check(L, ma_pki_key_matches_cert(checkkey(L, 1), checkcert(L, 2), &e), &e);
 }
 
@@ -384,7 +385,7 @@ static int l_read_cert(lua_State *L)
 {
 	size_t len;
 	const char *pem = luaL_checklstring(L, 1, &len);
-	ma_err e;
+	ma_err e = {0};
 	LCert *u = newcert(L);
 	if (!(u->c = ma_pki_cert_read(pem, len, &e))) return ma_push_err(L, &e);
 	return 1;
@@ -395,7 +396,7 @@ static int l_read_certs(lua_State *L)
 	size_t len, n;
 	const char *pem = luaL_checklstring(L, 1, &len);
 	ma_pki_cert **v;
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_certs_read(pem, len, &v, &n, &e)) return ma_push_err(L, &e);
 	/* hand the certs to empty handles first, then build the list: nothing leaks on a memory error */
 	lua_createtable(L, (int)n, 0); /* pem res */
@@ -414,7 +415,7 @@ static int l_create_ca(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
 	ma_pki_spec s;
-	ma_err e;
+	ma_err e = {0};
 	checkspec(L, 2, &s); /* key spec o dns ips */
 	LCert *u = newcert(L);
 	if (!(u->c = ma_pki_ca_create(k, &s, &e))) return ma_push_err(L, &e);
@@ -427,7 +428,7 @@ static int l_sign_cert(lua_State *L)
 	ma_pki_key *k = checkkey(L, 1), *cakey = checkkey(L, 4);
 	ma_pki_cert *ca = checkcert(L, 3);
 	ma_pki_spec s;
-	ma_err e;
+	ma_err e = {0};
 	checkspec(L, 2, &s);
 	LCert *u = newcert(L);
 	if (!(u->c = ma_pki_cert_sign(k, &s, ca, cakey, &e))) return ma_push_err(L, &e);
@@ -437,7 +438,7 @@ static int l_sign_cert(lua_State *L)
 static int cert_pem(lua_State *L)
 {
 	ma_pki_cert *c = checkcert(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	Box *b = newbox(L, 0);
 	if (!(b->p = ma_pki_cert_pem(c, &len, &e))) return ma_push_err(L, &e);
@@ -447,7 +448,7 @@ static int cert_pem(lua_State *L)
 static int cert_info(lua_State *L)
 {
 	ma_pki_cert *c = checkcert(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	ma_pki_info *in = newinfo(L);
 	if (ma_pki_cert_info(c, in, &e)) return ma_push_err(L, &e);
 	push_info(L, in, 0);
@@ -461,7 +462,7 @@ static int cert_verify(lua_State *L)
 	int check_time = 1;
 	lua_Integer at = 0;
 	size_t n = 0;
-	ma_err e;
+	ma_err e = {0};
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		if (lua_getfield(L, 3, "check_time") != LUA_TNIL) check_time = lua_toboolean(L, -1);
@@ -485,21 +486,21 @@ static int cert_verify(lua_State *L)
 
 static int cert_covers(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	ma_pki_cert *c = checkcert(L, 1);
 	return push_check(L, ma_pki_cert_covers(c, luaL_checkstring(L, 2), &e), &e);
 }
 
 static int cert_matches(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	return push_check(L, ma_pki_key_matches_cert(checkkey(L, 2), checkcert(L, 1), &e), &e);
 }
 
 static int cert_pin(lua_State *L)
 {
 	char pin[72];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_cert_pin(checkcert(L, 1), pin, &e)) return ma_push_err(L, &e);
 	lua_pushstring(L, pin);
 	return 1;
@@ -534,7 +535,7 @@ static int l_create_csr(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
 	ma_pki_spec s;
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	checkspec(L, 2, &s);
 	Box *b = newbox(L, 0);
@@ -547,7 +548,7 @@ static int l_parse_csr(lua_State *L)
 {
 	size_t len;
 	const char *pem = luaL_checklstring(L, 1, &len);
-	ma_err e;
+	ma_err e = {0};
 	LKey *u = newkey(L);         /* pem key */
 	ma_pki_info *in = newinfo(L); /* pem key info */
 	if (ma_pki_csr_parse(pem, len, in, &u->k, &e)) return ma_push_err(L, &e);
@@ -563,7 +564,7 @@ static int l_jws_sign(lua_State *L)
 	size_t len, n;
 	const char *content = luaL_checklstring(L, 1, &len);
 	const char *kid = luaL_checkstring(L, 2), *secret = luaL_checkstring(L, 3);
-	ma_err e;
+	ma_err e = {0};
 	Box *b = newbox(L, 0);
 	if (!(b->p = ma_pki_jws_sign(content, len, kid, secret, &n, &e))) return ma_push_err(L, &e);
 	return push_box(L, b, n);
@@ -575,7 +576,7 @@ static int l_jws_verify(lua_State *L)
 	const char *content = luaL_checklstring(L, 1, &len);
 	const char *kid = luaL_checkstring(L, 2), *secret = luaL_checkstring(L, 3);
 	const char *jws = luaL_checklstring(L, 4, &jlen);
-	ma_err e;
+	ma_err e = {0};
 	return push_check(L, ma_pki_jws_verify(content, len, kid, secret, jws, jlen, &e), &e);
 }
 
@@ -585,7 +586,7 @@ static int certkey(lua_State *L, int i, unsigned char key[32], size_t *n, ma_err
 	if (ma_pki_unhex(luaL_checkstring(L, i), key, 32, n, e)) {
 		char why[MA_ERRLEN];
 		snprintf(why, sizeof why, "%s", e->msg);
-		return ma_fail(e, "certificate key: %s", why);
+		return ma_fail_kind(e, e->kind, "certificate key: %s", why);
 	}
 	return 0;
 }
@@ -595,7 +596,7 @@ static int l_seal(lua_State *L)
 	unsigned char key[32];
 	size_t klen, len, n;
 	const char *pt = luaL_checklstring(L, 2, &len);
-	ma_err e;
+	ma_err e = {0};
 	Box *b = newbox(L, 0);
 	unsigned char *out = NULL;
 	int r = certkey(L, 1, key, &klen, &e) ? -1 : ma_pki_seal(key, klen, pt, len, &out, &n, &e);
@@ -610,7 +611,7 @@ static int l_open(lua_State *L)
 	unsigned char key[32];
 	size_t klen, len, n;
 	const char *ct = luaL_checklstring(L, 2, &len);
-	ma_err e;
+	ma_err e = {0};
 	Box *b = newbox(L, 1);
 	unsigned char *out = NULL;
 	int r = certkey(L, 1, key, &klen, &e) ? -1 : ma_pki_open(key, klen, ct, len, &out, &n, &e);
@@ -624,7 +625,7 @@ static int random_bytes(lua_State *L, int hex)
 {
 	lua_Integer n = luaL_checkinteger(L, 1);
 	luaL_argcheck(L, n >= 0 && n <= 1 << 20, 1, "must be between 0 and 1048576");
-	ma_err e;
+	ma_err e = {0};
 	luaL_Buffer buf;
 	unsigned char *p = (unsigned char *)luaL_buffinitsize(L, &buf, (size_t)n * (hex ? 3 : 1) + 1);
 	if (ma_pki_random(p, (size_t)n, &e)) return ma_push_err(L, &e);
@@ -641,7 +642,7 @@ static int l_random_hex(lua_State *L) { return random_bytes(L, 1); }
 static int token_chars(lua_State *L, size_t n)
 {
 	char buf[17];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_token_chars(buf, n, &e)) return ma_push_err(L, &e);
 	lua_pushstring(L, buf);
 	return 1;
@@ -652,7 +653,7 @@ static int l_token_secret(lua_State *L) { return token_chars(L, 16); }
 static int l_certificate_key(lua_State *L)
 {
 	char hex[65];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_certificate_key(hex, &e)) return ma_push_err(L, &e);
 	lua_pushstring(L, hex);
 	OPENSSL_cleanse(hex, sizeof hex);

@@ -1,5 +1,6 @@
 /* moonadm.proc: spawn (with log file, network namespace, private mounts), signal, wait, alive,
  * and run (spawn, wait, capture output). */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +91,7 @@ static int do_spawn(lua_State *L, pid_t *pid, const char *log_override, ma_err *
 static int l_spawn(lua_State *L)
 {
 	pid_t pid;
-	ma_err e;
+	ma_err e = {0};
 	if (do_spawn(L, &pid, NULL, &e))
 		return ma_push_err(L, &e);
 	lua_pushinteger(L, pid);
@@ -115,7 +116,7 @@ static int checksig(lua_State *L, int i)
 
 static int l_signal(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_proc_signal((pid_t)luaL_checkinteger(L, 1), checksig(L, 2), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -126,7 +127,7 @@ static int l_signal(lua_State *L)
 static int l_wait(lua_State *L)
 {
 	int code = 0;
-	ma_err e;
+	ma_err e = {0};
 	int r = ma_proc_wait((pid_t)luaL_checkinteger(L, 1), lua_toboolean(L, 2), &code, NULL, &e);
 	if (r < 0)
 		return ma_push_err(L, &e);
@@ -142,7 +143,7 @@ static int l_wait_any(lua_State *L)
 {
 	pid_t pid = 0;
 	int code = 0;
-	ma_err e;
+	ma_err e = {0};
 	int r = ma_proc_wait_any(lua_toboolean(L, 1), &pid, &code, &e);
 	if (r < 0)
 		return ma_push_err(L, &e);
@@ -167,12 +168,14 @@ static int l_alive(lua_State *L)
 static int l_run(lua_State *L)
 {
 	char tmpl[] = "/tmp/moonadm-run-XXXXXX";
+	ma_err e = {0};
 	int fd = mkstemp(tmpl);
-	if (fd < 0)
-		return luaL_error(L, "proc.run: cannot create a temp file");
+	if (fd < 0) {
+		ma_fail_errno(&e, errno, "proc.run: cannot create a temp file in /tmp");
+		return ma_push_err(L, &e);
+	}
 	close(fd);
 	pid_t pid;
-	ma_err e;
 	if (do_spawn(L, &pid, tmpl, &e)) {
 		unlink(tmpl);
 		return ma_push_err(L, &e);

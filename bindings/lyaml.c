@@ -120,7 +120,7 @@ static int l_decode(lua_State *L)
 	size_t len;
 	const char *text = luaL_checklstring(L, 1, &len);
 	const char *name = luaL_optstring(L, 2, "<yaml>");
-	ma_err e;
+	ma_err e = {0};
 	struct tree_box *b = new_box(L);
 	b->root = ma_yaml_parse(text, len, name, &e);
 	if (!b->root)
@@ -286,7 +286,7 @@ static int encode_docs(lua_State *L, int list)
 	}
 	char *out;
 	size_t len;
-	ma_err e;
+	ma_err e = {0};
 	if (ma_yaml_emit(b->root, &out, &len, &e))
 		return ma_push_err(L, &e);
 	lua_pushlstring(L, out, len);

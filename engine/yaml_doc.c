@@ -379,26 +379,26 @@ static int count_nodes(struct parser *p, size_t made, size_t aliased, size_t byt
 {
 	size_t nodes = p->st.nodes + made, alias = p->st.alias_nodes + aliased;
 	if (alias > 100 && nodes > 1000 && (double)alias / (double)nodes > allowed_alias_ratio(nodes))
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: document contains excessive aliasing: %zu of its %zu nodes would be copies made "
 			       "by aliases (kubeadm refuses it the same way); write the values out instead of "
 			       "repeating anchors of anchors",
 			       p->name, line, col, alias, nodes);
 	if (nodes > p->lim.max_nodes)
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: more than %zu YAML nodes (aliases expanded): moonadm decodes at most %zu "
 			       "nodes per stream; split the input or use fewer aliases",
 			       p->name, line, col, p->lim.max_nodes, p->lim.max_nodes);
 	/* st.scalar_bytes never passes the budget, so the subtraction cannot wrap */
 	if (bytes > p->lim.max_scalar_bytes - p->st.scalar_bytes) {
 		if (alias_name)
-			return ma_fail(p->e,
+			return ma_fail_kind(p->e, "too_large",
 				       "%s:%d:%d: document contains excessive aliasing: the alias *%s would copy %zu bytes "
 				       "of text, past the %zu bytes (%zu MiB) of scalars moonadm decodes per stream, "
 				       "aliases expanded; write the values out instead of repeating large anchors",
 				       p->name, line, col, alias_name, bytes, p->lim.max_scalar_bytes,
 				       p->lim.max_scalar_bytes >> 20);
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: more than %zu bytes (%zu MiB) of scalars, aliases expanded: moonadm decodes "
 			       "at most that per stream; split the input",
 			       p->name, line, col, p->lim.max_scalar_bytes, p->lim.max_scalar_bytes >> 20);
@@ -431,8 +431,8 @@ static int key_equal(const ma_ynode *a, const ma_ynode *b)
 
 static int duplicate(struct parser *p, const ma_ynode *n, const ma_ynode *first)
 {
-	return ma_fail(p->e, "%s:%d:%d: duplicate key \"%s\" (first at line %d)", p->name, n->line, n->col, n->s,
-		       first->line);
+	return ma_fail_kind(p->e, "malformed", "%s:%d:%d: duplicate key \"%s\" (first at line %d)", p->name, n->line,
+			    n->col, n->s, first->line);
 }
 
 /* Checks a new key n of the mapping in frame f: the keys budget, then duplicates (string keys),
@@ -442,7 +442,7 @@ static int check_key(struct parser *p, struct frame *f, const ma_ynode *n)
 	ma_ynode *top = f->node;
 	size_t nkeys = top->n / 2;
 	if (nkeys >= p->lim.max_keys)
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: the mapping that starts at line %d has more than %zu keys: moonadm decodes at "
 			       "most %zu keys per mapping; split the data",
 			       p->name, n->line, n->col, top->line, p->lim.max_keys, p->lim.max_keys);
@@ -501,7 +501,7 @@ static int attach(struct parser *p, ma_ynode *n)
 		if (n->type == MA_Y_MAP || n->type == MA_Y_SEQ) {
 			int line = n->line, col = n->col;
 			ma_ynode_free(n);
-			return ma_fail(p->e, "%s:%d:%d: a mapping key must be a scalar", p->name, line, col);
+			return ma_fail_kind(p->e, "malformed", "%s:%d:%d: a mapping key must be a scalar", p->name, line, col);
 		}
 		if (check_key(p, f, n)) {
 			ma_ynode_free(n);
@@ -559,13 +559,13 @@ static void libyaml_error(struct parser *p, const yaml_parser_t *yp, const char 
 		if (yp->problem_value >= 0)
 			snprintf(value, sizeof value, " 0x%02x", (unsigned)yp->problem_value);
 		if (utf16) {
-			ma_fail(p->e, "%s: byte %zu: %s%s: the file is not valid UTF-16; write YAML as UTF-8", p->name,
+			ma_fail_kind(p->e, "malformed", "%s: byte %zu: %s%s: the file is not valid UTF-16; write YAML as UTF-8", p->name,
 				yp->problem_offset, problem, value);
 			return;
 		}
 		size_t line, col;
 		mark_of_offset(text, len, yp->problem_offset, &line, &col);
-		ma_fail(p->e, "%s:%zu:%zu: %s%s (byte %zu): YAML must be UTF-8 text without control characters",
+		ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s%s (byte %zu): YAML must be UTF-8 text without control characters",
 			p->name, line, col, problem, value, yp->problem_offset);
 		return;
 	}
@@ -573,15 +573,16 @@ static void libyaml_error(struct parser *p, const yaml_parser_t *yp, const char 
 	case YAML_PARSER_ERROR:
 		if (yp->context && (yp->context_mark.line != yp->problem_mark.line ||
 				    yp->context_mark.column != yp->problem_mark.column))
-			ma_fail(p->e, "%s:%zu:%zu: %s %s that starts at %zu:%zu", p->name, yp->problem_mark.line + 1,
+			ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s %s that starts at %zu:%zu", p->name, yp->problem_mark.line + 1,
 				yp->problem_mark.column + 1, problem, yp->context, yp->context_mark.line + 1,
 				yp->context_mark.column + 1);
 		else
-			ma_fail(p->e, "%s:%zu:%zu: %s%s%s", p->name, yp->problem_mark.line + 1,
+			ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s%s%s", p->name, yp->problem_mark.line + 1,
 				yp->problem_mark.column + 1, problem, yp->context ? " " : "", yp->context ? yp->context : "");
 		return;
 	default:
-		ma_fail(p->e, "%s:%zu:%zu: %s", p->name, yp->problem_mark.line + 1, yp->problem_mark.column + 1, problem);
+		ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s", p->name, yp->problem_mark.line + 1,
+			     yp->problem_mark.column + 1, problem);
 		return;
 	}
 }
@@ -613,8 +614,9 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 	if (st)
 		memset(st, 0, sizeof *st);
 	if (len > p.lim.max_bytes) {
-		ma_fail(e, "%s: %zu bytes of YAML, more than the %zu moonadm decodes (%zu MiB); is it the right file?",
-			p.name, len, p.lim.max_bytes, p.lim.max_bytes >> 20);
+		ma_fail_kind(e, "too_large",
+			     "%s: %zu bytes of YAML, more than the %zu moonadm decodes (%zu MiB); is it the right file?",
+			     p.name, len, p.lim.max_bytes, p.lim.max_bytes >> 20);
 		return NULL;
 	}
 	if (p.lim.max_depth > ((size_t)1 << 20))
@@ -667,7 +669,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 		case YAML_SEQUENCE_START_EVENT:
 		case YAML_MAPPING_START_EVENT:
 			if (p.depth > p.lim.max_depth) {
-				rc = ma_fail(e,
+				rc = ma_fail_kind(e, "too_large",
 					     "%s:%d:%d: mappings and sequences nested more than %zu deep: moonadm decodes at "
 					     "most %zu levels; flatten the document",
 					     p.name, line, col, p.lim.max_depth, p.lim.max_depth);
@@ -707,7 +709,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 			const char *a = (const char *)ev.data.alias.anchor;
 			ma_ynode *target = find_anchor(&p, a);
 			if (!target) {
-				rc = ma_fail(e, "%s:%d:%d: unknown anchor \"%s\": define it (&%s) before its alias *%s", p.name,
+				rc = ma_fail_kind(e, "malformed", "%s:%d:%d: unknown anchor \"%s\": define it (&%s) before its alias *%s", p.name,
 					     line, col, a, a, a);
 				break;
 			}
@@ -715,7 +717,7 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 			size_t size = 0, bytes = 0, room = p.lim.max_nodes - p.st.nodes;
 			size_t height = measure(target, &size, &bytes, room < ((size_t)-1) ? room + 1 : room);
 			if (p.depth - 1 + height > p.lim.max_depth) {
-				rc = ma_fail(e,
+				rc = ma_fail_kind(e, "too_large",
 					     "%s:%d:%d: the alias *%s nests mappings and sequences more than %zu deep: "
 					     "moonadm decodes at most %zu levels; flatten the document",
 					     p.name, line, col, a, p.lim.max_depth, p.lim.max_depth);
