@@ -7,7 +7,8 @@
  * max_body: the cap on a buffered response body in bytes (handle default 64 MiB, engine/http.h);
  * a body over it fails with kind "too_large".
  * Misuse raises; a failure returns nil, message, kind ("connect", "timeout", "tls", "options",
- * "too_large", "other": bindings/bindings.h's convention). Secrets given in opts are copied into the engine handle and wiped there. */
+ * "too_large", "other": bindings/bindings.h's convention). Secrets given in opts are copied into the
+ * engine handle and wiped there. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,69 +322,108 @@ static void push_headers(lua_State *L, const ma_http_resp *r)
 	}
 }
 
+/* Reads opts (stack index 2) into r: pushes 3: method, 4: path, 5: query (a table encoded), 6: body,
+ * which keep r's strings alive. */
+static void read_request(lua_State *L, ma_http_req *r)
+{
+	lua_getfield(L, 2, "method"); /* opts method */
+	r->method = luaL_optstring(L, 3, "GET");
+	lua_getfield(L, 2, "path"); /* opts method path */
+	if (lua_type(L, 4) != LUA_TSTRING)
+		luaL_error(L, "request: 'path' must be a string");
+	r->path = lua_tostring(L, 4);
+	lua_getfield(L, 2, "query"); /* opts method path query */
+	if (lua_type(L, 5) == LUA_TTABLE) {
+		push_query(L, 5);   /* ... query encoded */
+		lua_replace(L, 5); /* ... encoded */
+	} else if (!lua_isnil(L, 5) && lua_type(L, 5) != LUA_TSTRING) {
+		luaL_error(L, "request: 'query' must be a table or a string");
+	}
+	r->query = lua_tostring(L, 5);
+	lua_getfield(L, 2, "body"); /* opts method path query body */
+	if (!lua_isnil(L, 6)) {
+		if (lua_type(L, 6) != LUA_TSTRING)
+			luaL_error(L, "request: 'body' must be a string");
+		r->body = lua_tolstring(L, 6, &r->body_len);
+	}
+}
+
+/* The header at the top of a lua_next walk (... k v) as "Name: value", pushed: ... k v line */
+static const char *push_header_line(lua_State *L)
+{
+	if (lua_type(L, -2) == LUA_TSTRING) {
+		if (lua_type(L, -1) != LUA_TSTRING)
+			luaL_error(L, "request: header '%s' must be a string", lua_tostring(L, -2));
+		lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
+	} else if (lua_type(L, -1) == LUA_TSTRING) {
+		lua_pushvalue(L, -1);
+	} else {
+		luaL_error(L, "request: headers must be {name=value} or a list of \"Name: value\"");
+	}
+	const char *line = lua_tostring(L, -1);
+	if (strpbrk(line, "\r\n"))
+		luaL_error(L, "request: a header contains a line break");
+	return line;
+}
+
+/* opts.headers into r->headers: pushes 7: headers, 8: a GC-owned array of "Name: value" strings,
+ * 9: the table that anchors those strings. */
+static void read_headers(lua_State *L, ma_http_req *r)
+{
+	lua_getfield(L, 2, "headers"); /* ... headers */
+	if (!lua_isnil(L, 7) && lua_type(L, 7) != LUA_TTABLE)
+		luaL_error(L, "request: 'headers' must be a table");
+	int nh = 0;
+	if (lua_istable(L, 7)) {
+		lua_pushnil(L);
+		while (lua_next(L, 7)) { /* ... headers k v */
+			nh++;
+			lua_pop(L, 1);   /* ... headers k */
+		}
+	}
+	const char **hv = lua_newuserdatauv(L, sizeof *hv * (size_t)(nh + 1), 0); /* ... headers array */
+	lua_newtable(L);                                                           /* ... headers array lines */
+	int i = 0;
+	if (lua_istable(L, 7)) {
+		lua_pushnil(L);
+		while (lua_next(L, 7)) {           /* ... lines k v */
+			hv[i] = push_header_line(L); /* ... lines k v line */
+			lua_rawseti(L, 9, ++i);     /* ... lines k v */
+			lua_pop(L, 1);              /* ... lines k */
+		}
+	}
+	hv[i] = NULL;
+	r->headers = hv;
+}
+
+/* Replaces the response box on the top with the response table: ... resp -> ... t */
+static void push_response(lua_State *L, ma_http_resp *resp)
+{
+	lua_createtable(L, 0, 6); /* ... resp t */
+	lua_pushinteger(L, resp->status);
+	lua_setfield(L, -2, "status");
+	lua_pushlstring(L, resp->body, resp->body_len);
+	lua_setfield(L, -2, "body");
+	push_headers(L, resp); /* ... resp t headers */
+	lua_setfield(L, -2, "headers");
+	lua_pushboolean(L, resp->stopped);
+	lua_setfield(L, -2, "stopped");
+	lua_pushnumber(L, resp->seconds);
+	lua_setfield(L, -2, "seconds");
+	lua_pushboolean(L, resp->reused);
+	lua_setfield(L, -2, "reused");
+	ma_http_resp_free(resp);
+	lua_remove(L, -2); /* ... t */
+}
+
 static int l_request(lua_State *L)
 {
 	LClient *u = checkclient(L, 1);
 	luaL_checktype(L, 2, LUA_TTABLE);
-	lua_settop(L, 2);
+	lua_settop(L, 2); /* client opts */
 	ma_http_req r = {0};
-	lua_getfield(L, 2, "method"); /* 3: method */
-	r.method = luaL_optstring(L, 3, "GET");
-	lua_getfield(L, 2, "path"); /* 4: path */
-	if (lua_type(L, 4) != LUA_TSTRING)
-		return luaL_error(L, "request: 'path' must be a string");
-	r.path = lua_tostring(L, 4);
-	lua_getfield(L, 2, "query"); /* 5: query (table -> encoded string) */
-	if (lua_type(L, 5) == LUA_TTABLE) {
-		push_query(L, 5);
-		lua_replace(L, 5);
-	} else if (!lua_isnil(L, 5) && lua_type(L, 5) != LUA_TSTRING) {
-		return luaL_error(L, "request: 'query' must be a table or a string");
-	}
-	r.query = lua_tostring(L, 5);
-	lua_getfield(L, 2, "body"); /* 6: body */
-	if (!lua_isnil(L, 6)) {
-		if (lua_type(L, 6) != LUA_TSTRING)
-			return luaL_error(L, "request: 'body' must be a string");
-		r.body = lua_tolstring(L, 6, &r.body_len);
-	}
-	lua_getfield(L, 2, "headers"); /* 7: headers */
-	if (!lua_isnil(L, 7) && lua_type(L, 7) != LUA_TTABLE)
-		return luaL_error(L, "request: 'headers' must be a table");
-	/* 8: a GC-owned array of "Name: value" strings, each anchored in table 9 */
-	int nh = 0;
-	if (lua_istable(L, 7)) {
-		lua_pushnil(L);
-		while (lua_next(L, 7)) {
-			nh++;
-			lua_pop(L, 1);
-		}
-	}
-	const char **hv = lua_newuserdatauv(L, sizeof *hv * (size_t)(nh + 1), 0); /* 8 */
-	lua_newtable(L);                                                           /* 9 */
-	int i = 0;
-	if (lua_istable(L, 7)) {
-		lua_pushnil(L);
-		while (lua_next(L, 7)) { /* ... k v */
-			if (lua_type(L, -2) == LUA_TSTRING) {
-				if (lua_type(L, -1) != LUA_TSTRING)
-					return luaL_error(L, "request: header '%s' must be a string", lua_tostring(L, -2));
-				lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
-			} else if (lua_type(L, -1) == LUA_TSTRING) {
-				lua_pushvalue(L, -1);
-			} else {
-				return luaL_error(L, "request: headers must be {name=value} or a list of \"Name: value\"");
-			}
-			if (strpbrk(lua_tostring(L, -1), "\r\n"))
-				return luaL_error(L, "request: a header contains a line break");
-			hv[i] = lua_tostring(L, -1);
-			lua_rawseti(L, 9, i + 1); /* ... k v */
-			i++;
-			lua_pop(L, 1);
-		}
-	}
-	hv[i] = NULL;
-	r.headers = hv;
+	read_request(L, &r); /* client opts method path query body */
+	read_headers(L, &r); /* ... headers array lines */
 	r.timeout_ms = optms(L, 2, "timeout");
 	r.max_body = optbytes(L, 2, "max_body");
 	lua_getfield(L, 2, "on_data"); /* 10: on_data */
@@ -400,28 +440,15 @@ static int l_request(lua_State *L)
 	u->depth++;
 	int rc = ma_http_do(u->h, &r, resp, &e);
 	u->depth--;
-	if (s.failed) { /* stack: ... resp err */
+	if (s.failed) { /* ... resp err */
 		ma_http_resp_free(resp);
 		return lua_error(L);
 	}
 	if (rc < 0) {
 		ma_http_resp_free(resp);
-		return push_fail(L, &e);
+		return push_fail(L, &e); /* ... resp nil msg kind */
 	}
-	lua_createtable(L, 0, 6); /* ... resp t */
-	lua_pushinteger(L, resp->status);
-	lua_setfield(L, -2, "status");
-	lua_pushlstring(L, resp->body, resp->body_len);
-	lua_setfield(L, -2, "body");
-	push_headers(L, resp);
-	lua_setfield(L, -2, "headers");
-	lua_pushboolean(L, resp->stopped);
-	lua_setfield(L, -2, "stopped");
-	lua_pushnumber(L, resp->seconds);
-	lua_setfield(L, -2, "seconds");
-	lua_pushboolean(L, resp->reused);
-	lua_setfield(L, -2, "reused");
-	ma_http_resp_free(resp);
+	push_response(L, resp); /* ... t */
 	return 1;
 }
 
