@@ -14,9 +14,9 @@
 
 static const char *root(lua_State *L)
 {
-	lua_getfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+	lua_getfield(L, LUA_REGISTRYINDEX, ROOT_KEY); /* ... root */
 	const char *r = lua_tostring(L, -1);
-	lua_pop(L, 1); /* the string stays alive: the registry holds it */
+	lua_pop(L, 1); /* ... (the string stays alive: the registry holds it) */
 	return r ? r : "/";
 }
 
@@ -40,8 +40,8 @@ static int l_set_root(lua_State *L)
 	const char *r = luaL_checkstring(L, 1);
 	if (r[0] != '/')
 		return luaL_error(L, "root must be an absolute path, got %s", r);
-	lua_pushvalue(L, 1);
-	lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+	lua_pushvalue(L, 1); /* path path */
+	lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY); /* path */
 	return 0;
 }
 
@@ -74,8 +74,8 @@ static int l_write(lua_State *L)
 		ma_commit_or_raise(L);
 	if (ma_fs_write(root(L), path, data, len, mode, &changed, &e))
 		return ma_push_err(L, &e);
-	lua_pushboolean(L, 1);
-	lua_pushboolean(L, changed);
+	lua_pushboolean(L, 1); /* true */
+	lua_pushboolean(L, changed); /* true changed */
 	return 2;
 }
 
@@ -175,22 +175,22 @@ static int l_list(lua_State *L)
 		ma_fail_errno(&e, errno, "opendir %s", host);
 		return ma_push_err(L, &e);
 	}
-	lua_newtable(L);
+	lua_newtable(L); /* list */
 	struct dirent *de;
 	int n = 0;
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		lua_pushstring(L, de->d_name);
-		lua_seti(L, -2, ++n);
+		lua_pushstring(L, de->d_name); /* list name */
+		lua_seti(L, -2, ++n); /* list */
 	}
 	closedir(d);
 	/* sort in Lua: table.sort on the result keeps this function allocation-free */
-	lua_getglobal(L, "table");
-	lua_getfield(L, -1, "sort");
-	lua_pushvalue(L, -3);
-	lua_call(L, 1, 0);
-	lua_pop(L, 1);
+	lua_getglobal(L, "table"); /* list table */
+	lua_getfield(L, -1, "sort"); /* list table sort */
+	lua_pushvalue(L, -3); /* list table sort list */
+	lua_call(L, 1, 0); /* list table */
+	lua_pop(L, 1); /* list */
 	return 1;
 }
 
@@ -206,7 +206,7 @@ static int l_stat(lua_State *L)
 		ma_fail_errno(&e, errno, "stat %s", host);
 		return ma_push_err(L, &e);
 	}
-	lua_createtable(L, 0, 6);
+	lua_createtable(L, 0, 6); /* t */
 	lua_pushinteger(L, st.st_mode & 07777);
 	lua_setfield(L, -2, "mode");
 	lua_pushinteger(L, (lua_Integer)st.st_size);
@@ -217,7 +217,9 @@ static int l_stat(lua_State *L)
 	lua_setfield(L, -2, "uid");
 	lua_pushinteger(L, (lua_Integer)st.st_gid);
 	lua_setfield(L, -2, "gid");
-	lua_pushstring(L, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
+	const char *type = S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file"
+			   : S_ISLNK(st.st_mode) ? "link" : "other";
+	lua_pushstring(L, type);
 	lua_setfield(L, -2, "type");
 	return 1;
 }
@@ -273,9 +275,9 @@ static int l_lock_held(lua_State *L)
 static int l_lock(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	lock_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+	lock_handle *h = lua_newuserdatauv(L, sizeof *h, 0); /* path h */
 	h->fd = -1;
-	luaL_setmetatable(L, LOCK_MT);
+	luaL_setmetatable(L, LOCK_MT); /* path h (unlocked) */
 	if (snprintf(h->root, sizeof h->root, "%s", root(L)) >= (int)sizeof h->root ||
 	    snprintf(h->path, sizeof h->path, "%s", path) >= (int)sizeof h->path)
 		return luaL_error(L, "fs.lock: path too long: %s", path);
@@ -335,8 +337,8 @@ static int l_on_commit(lua_State *L)
 	ma_err e = {0};
 	if (ma_fs_group_lead(root(L), first, &e))
 		return ma_push_err(L, &e);
-	lua_settop(L, 1);
-	lua_setfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY);
+	lua_settop(L, 1); /* fn */
+	lua_setfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY); /* (empty) */
 	lua_pushboolean(L, 1);
 	return 1;
 }
@@ -344,10 +346,10 @@ static int l_on_commit(lua_State *L)
 /* The pre-commit hook's error (on the top) as nil, message, "hook". */
 static int precommit_err(lua_State *L)
 {
-	const char *msg = lua_tostring(L, -1);
+	const char *msg = lua_tostring(L, -1); /* ... err */
 	ma_err e = {0};
 	ma_fail_kind(&e, "hook", "%s", msg ? msg : "the pre-commit hook failed (its error is not a string)");
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	return ma_push_err(L, &e); /* nil msg "hook" */
 }
 
@@ -371,15 +373,15 @@ static int l_group_end(lua_State *L)
 static void lock_metatable(lua_State *L)
 {
 	static const luaL_Reg methods[] = {{"release", l_lock_release}, {"held", l_lock_held}, {NULL, NULL}};
-	if (luaL_newmetatable(L, LOCK_MT)) {
-		luaL_newlib(L, methods);
-		lua_setfield(L, -2, "__index");
+	if (luaL_newmetatable(L, LOCK_MT)) { /* mt */
+		luaL_newlib(L, methods); /* mt methods */
+		lua_setfield(L, -2, "__index"); /* mt */
 		lua_pushcfunction(L, l_lock_release);
 		lua_setfield(L, -2, "__gc");
 		lua_pushcfunction(L, l_lock_release);
 		lua_setfield(L, -2, "__close");
 	}
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 }
 
 int luaopen_moonadm_fs(lua_State *L)
@@ -395,10 +397,10 @@ int luaopen_moonadm_fs(lua_State *L)
 				       {"group_begin", l_group_begin}, {"commit", l_commit}, {"group_end", l_group_end},
 				       {"pending", l_pending},   {"on_commit", l_on_commit},
 				       {NULL, NULL}};
-	luaL_newlib(L, fns);
+	luaL_newlib(L, fns); /* fs */
 	/* the operations that see pending writes themselves; every other one commits the group first */
 	static const char *const sees_pending[] = {"root", "path", "write", "read", "exists", "mkdir",
 						   "group_begin", "commit", "group_end", "pending", "on_commit", NULL};
-	ma_guard_table(L, -1, NULL, sees_pending);
+	ma_guard_table(L, -1, NULL, sees_pending); /* fs (guarded) */
 	return 1;
 }

@@ -29,7 +29,7 @@ static Box *newbox(lua_State *L, int secret)
 {
 	Box *b = lua_newuserdatauv(L, sizeof *b, 0); /* ... box */
 	b->p = NULL, b->n = 0, b->secret = secret;
-	luaL_setmetatable(L, BOX_MT);
+	luaL_setmetatable(L, BOX_MT); /* ... box (empty) */
 	return b;
 }
 
@@ -59,7 +59,7 @@ static LKey *newkey(lua_State *L)
 {
 	LKey *u = lua_newuserdatauv(L, sizeof *u, 0); /* ... key (empty) */
 	u->k = NULL;
-	luaL_setmetatable(L, KEY_MT);
+	luaL_setmetatable(L, KEY_MT); /* ... key (empty) */
 	return u;
 }
 
@@ -67,7 +67,7 @@ static LCert *newcert(lua_State *L)
 {
 	LCert *u = lua_newuserdatauv(L, sizeof *u, 0); /* ... cert (empty) */
 	u->c = NULL;
-	luaL_setmetatable(L, CERT_MT);
+	luaL_setmetatable(L, CERT_MT); /* ... cert (empty) */
 	return u;
 }
 
@@ -91,7 +91,7 @@ static const char *const *strlist(lua_State *L, int t, const char *field, size_t
 {
 	*n = 0;
 	if (lua_getfield(L, t, field) == LUA_TNIL) { /* ... nil */
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... */
 		return NULL;
 	}
 	if (!lua_istable(L, -1)) luaL_error(L, "spec.%s must be a list of strings", field);
@@ -128,7 +128,7 @@ static int64_t opttime(lua_State *L, int t, const char *field)
 	lua_getfield(L, t, field); /* ... v */
 	lua_Integer v = lua_tointegerx(L, -1, &isnum);
 	if (!isnum && !lua_isnil(L, -1)) luaL_error(L, "spec.%s must be an integer (unix time)", field);
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	return isnum ? (int64_t)v : 0;
 }
 
@@ -139,19 +139,19 @@ static void checkspec(lua_State *L, int t, ma_pki_spec *s)
 	memset(s, 0, sizeof *s);
 	int ty = lua_getfield(L, t, "cn"); /* ... cn */
 	if (ty != LUA_TNIL && ty != LUA_TSTRING) luaL_error(L, "spec.cn must be a string");
-	s->cn = lua_tostring(L, -1); /* alive in the spec table */
-	lua_pop(L, 1);
+	s->cn = lua_tostring(L, -1); /* (alive in the spec table) */
+	lua_pop(L, 1); /* ... */
 	s->usages = usagebits(L, t, "usages", 0);
 	s->ext_usages = usagebits(L, t, "ext_usages", 1);
 	s->not_before = opttime(L, t, "not_before");
 	s->not_after = opttime(L, t, "not_after");
-	lua_getfield(L, t, "is_ca");
+	lua_getfield(L, t, "is_ca"); /* ... is_ca */
 	s->is_ca = lua_toboolean(L, -1);
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	s->o = strlist(L, t, "o", &s->n_o); /* ... o? */
-	if (!s->o) lua_pushnil(L);        /* keep three slots for simplicity */
+	if (!s->o) lua_pushnil(L);        /* ... o (three slots always, for simplicity) */
 	s->dns = strlist(L, t, "dns", &s->n_dns);
-	if (!s->dns) lua_pushnil(L);
+	if (!s->dns) lua_pushnil(L); /* ... o dns */
 	s->ips = strlist(L, t, "ips", &s->n_ips);
 	if (!s->ips) lua_pushnil(L);      /* ... o dns ips */
 }
@@ -160,8 +160,8 @@ static void setlist(lua_State *L, const char *field, char **v, size_t n)
 {
 	lua_createtable(L, (int)n, 0); /* ... t list */
 	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, v[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		lua_pushstring(L, v[i]); /* ... t list s */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* ... t list */
 	}
 	lua_setfield(L, -2, field); /* ... t */
 }
@@ -172,8 +172,8 @@ static void setusages(lua_State *L, const char *field, unsigned bits, const char
 	lua_newtable(L); /* ... t list */
 	for (int i = 0; names[i]; i++)
 		if (bits & (1u << i)) {
-			lua_pushstring(L, names[i]);
-			lua_rawseti(L, -2, ++k);
+			lua_pushstring(L, names[i]); /* ... t list name */
+			lua_rawseti(L, -2, ++k); /* ... t list */
 		}
 	lua_setfield(L, -2, field); /* ... t */
 }
@@ -193,7 +193,7 @@ static ma_pki_info *newinfo(lua_State *L)
 {
 	ma_pki_info *in = lua_newuserdatauv(L, sizeof *in, 0); /* ... info */
 	memset(in, 0, sizeof *in);
-	luaL_setmetatable(L, INFO_MT);
+	luaL_setmetatable(L, INFO_MT); /* ... info */
 	return in;
 }
 
@@ -274,16 +274,16 @@ static int l_generate_keys(lua_State *L)
 		if (lua_rawgeti(L, 1, (lua_Integer)i + 1) != LUA_TSTRING) /* ... res alg */
 			return luaL_error(L, "bad argument #1 to 'generate_keys' (item %d is not a string)", (int)i + 1);
 		algs[i] = lua_tostring(L, -1);
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... res */
 		newkey(L); /* ... res key (empty: filled below without further allocation) */
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* ... res */
 	}
 	ma_err e = {0};
 	if (ma_pki_genkeys_parallel(algs, n, out, nthreads, &e)) return ma_push_err(L, &e);
 	for (size_t i = 0; i < n; i++) {
 		lua_rawgeti(L, -1, (lua_Integer)i + 1); /* ... res key */
 		((LKey *)lua_touserdata(L, -1))->k = out[i];
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... res */
 	}
 	return 1;
 }
@@ -350,9 +350,9 @@ static int key_equals(lua_State *L)
 static int push_check(lua_State *L, int r, const ma_err *e)
 {
 	if (r < 0) return ma_push_err(L, e);
-	lua_pushboolean(L, r);
+	lua_pushboolean(L, r); /* ok */
 	if (r) return 1;
-	lua_pushstring(L, e->msg);
+	lua_pushstring(L, e->msg); /* false why */
 	return 2;
 }
 
@@ -404,8 +404,8 @@ static int l_read_certs(lua_State *L)
 		LCert *u = lua_newuserdatauv(L, sizeof *u, 0); /* pem res cert */
 		u->c = v[i];
 		v[i] = NULL;
-		luaL_setmetatable(L, CERT_MT);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		luaL_setmetatable(L, CERT_MT); /* pem res cert */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* pem res */
 	}
 	ma_pki_certs_free(v, n);
 	return 1;
@@ -465,17 +465,17 @@ static int cert_verify(lua_State *L)
 	ma_err e = {0};
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
-		if (lua_getfield(L, 3, "check_time") != LUA_TNIL) check_time = lua_toboolean(L, -1);
-		lua_getfield(L, 3, "at");
+		if (lua_getfield(L, 3, "check_time") != LUA_TNIL) check_time = lua_toboolean(L, -1); /* ... opts ct */
+		lua_getfield(L, 3, "at"); /* ... opts ct at */
 		at = luaL_optinteger(L, -1, 0);
 		if (lua_getfield(L, 3, "intermediates") != LUA_TNIL) { /* opts ct at list */
 			luaL_checktype(L, -1, LUA_TTABLE);
 			n = lua_rawlen(L, -1);
 			inter = lua_newuserdatauv(L, (n + 1) * sizeof *inter, 0); /* ... list array */
 			for (size_t i = 0; i < n; i++) {
-				lua_rawgeti(L, -2, (lua_Integer)i + 1);
+				lua_rawgeti(L, -2, (lua_Integer)i + 1); /* ... list array cert */
 				inter[i] = checkcert(L, lua_gettop(L));
-				lua_pop(L, 1);
+				lua_pop(L, 1); /* ... list array */
 			}
 		}
 	}
@@ -627,13 +627,13 @@ static int random_bytes(lua_State *L, int hex)
 	luaL_argcheck(L, n >= 0 && n <= 1 << 20, 1, "must be between 0 and 1048576");
 	ma_err e = {0};
 	luaL_Buffer buf;
-	unsigned char *p = (unsigned char *)luaL_buffinitsize(L, &buf, (size_t)n * (hex ? 3 : 1) + 1);
+	unsigned char *p = (unsigned char *)luaL_buffinitsize(L, &buf, (size_t)n * (hex ? 3 : 1) + 1); /* n (buffer) */
 	if (ma_pki_random(p, (size_t)n, &e)) return ma_push_err(L, &e);
 	if (hex) { /* encode from the tail of the buffer so that input and output do not overlap */
 		memmove(p + 2 * n + 1, p, (size_t)n);
 		ma_hex(p + 2 * n + 1, (size_t)n, (char *)p);
 	}
-	luaL_pushresultsize(&buf, (size_t)n * (hex ? 2 : 1));
+	luaL_pushresultsize(&buf, (size_t)n * (hex ? 2 : 1)); /* ... bytes */
 	return 1;
 }
 static int l_random_bytes(lua_State *L) { return random_bytes(L, 0); }
@@ -692,7 +692,7 @@ static void handle_type(lua_State *L, const char *name, const luaL_Reg *meta, co
 	lua_newtable(L); /* mt methods */
 	luaL_setfuncs(L, methods, 0);
 	lua_setfield(L, -2, "__index"); /* mt */
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 }
 
 int luaopen_moonadm_pki(lua_State *L)
@@ -700,19 +700,19 @@ int luaopen_moonadm_pki(lua_State *L)
 	ma_pki_choose_drbg(); /* before the first random byte: every key, signature and seal goes through here */
 	handle_type(L, KEY_MT, key_meta, key_methods);
 	handle_type(L, CERT_MT, cert_meta, cert_methods);
-	luaL_newmetatable(L, BOX_MT);
+	luaL_newmetatable(L, BOX_MT); /* box_mt */
 	lua_pushcfunction(L, box_gc);
-	lua_setfield(L, -2, "__gc");
-	luaL_newmetatable(L, INFO_MT);
+	lua_setfield(L, -2, "__gc"); /* box_mt */
+	luaL_newmetatable(L, INFO_MT); /* box_mt info_mt */
 	lua_pushcfunction(L, info_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 2);
+	lua_setfield(L, -2, "__gc"); /* box_mt info_mt */
+	lua_pop(L, 2); /* ... */
 	luaL_newlib(L, fns); /* pki */
 	lua_newtable(L);     /* pki algorithms */
 	for (int i = 0; ma_pki_algorithms[i]; i++) {
-		lua_pushstring(L, ma_pki_algorithms[i]);
-		lua_rawseti(L, -2, i + 1);
+		lua_pushstring(L, ma_pki_algorithms[i]); /* pki algorithms name */
+		lua_rawseti(L, -2, i + 1); /* pki algorithms */
 	}
-	lua_setfield(L, -2, "algorithms");
+	lua_setfield(L, -2, "algorithms"); /* pki */
 	return 1;
 }
