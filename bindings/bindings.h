@@ -1,16 +1,26 @@
-/* Helpers shared by the Lua bindings. */
+/* Helpers shared by the Lua bindings.
+ *
+ * The error convention of every moonadm.* module (as liolib's):
+ *  - misuse (a wrong argument type, a handle used after close) raises;
+ *  - an operational failure returns three values, `nil, message, code`: code is a non-empty string,
+ *    the errno's symbolic name ("ENOENT", "EACCES", "EEXIST") when a system call failed, else the
+ *    engine's kind word (ma_err.kind: "malformed", "too_large", "openssl"; the api module's "connect",
+ *    "timeout", "tls", ...; the etcd module's "unreachable", "protocol", gRPC codes, ...), else "error".
+ *    A module may add values after the code (fs.lock: the holder's pid).
+ * ma_push_err is the one place that pushes it. */
 #ifndef MA_BINDINGS_H
 #define MA_BINDINGS_H
 #include <lua.h>
 #include <lauxlib.h>
 #include "err.h"
 
-/* Pushes nil and the engine's message; returns 2 (the `nil, err` convention). */
+/* Pushes nil, the engine's message and its code (ma_err_code); returns 3. */
 static inline int ma_push_err(lua_State *L, const ma_err *e)
 {
-	lua_pushnil(L);
-	lua_pushstring(L, e->msg[0] ? e->msg : "unknown error");
-	return 2;
+	lua_pushnil(L);                                            /* nil */
+	lua_pushstring(L, e->msg[0] ? e->msg : "unknown error"); /* nil msg */
+	lua_pushstring(L, ma_err_code(e));                         /* nil msg code */
+	return 3;
 }
 
 /* bindings/commit.c: commit pending file writes (fs.h's group) first. ma_guard_table wraps the C

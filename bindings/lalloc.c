@@ -138,12 +138,12 @@ static int end_process(lua_State *L)
 
 static int make_sentinel(lua_State *L)
 {
-	lua_newuserdatauv(L, 0, 0);
-	lua_createtable(L, 0, 1);
+	lua_newuserdatauv(L, 0, 0); /* ud */
+	lua_createtable(L, 0, 1); /* ud mt */
 	lua_pushcfunction(L, end_process);
-	lua_setfield(L, -2, "__gc");
-	lua_setmetatable(L, -2);
-	lua_setfield(L, LUA_REGISTRYINDEX, "moonadm.end_process");
+	lua_setfield(L, -2, "__gc"); /* ud mt */
+	lua_setmetatable(L, -2); /* ud */
+	lua_setfield(L, LUA_REGISTRYINDEX, "moonadm.end_process"); /* registry[...] = ud */
 	return 0;
 }
 
@@ -160,7 +160,7 @@ lua_State *ma_lua_newstate(void)
 		return NULL;
 	}
 	lua_setallocf(L, lua_heap_alloc, h);
-	lua_pushcfunction(L, make_sentinel);
+	lua_pushcfunction(L, make_sentinel); /* make_sentinel */
 	if (lua_pcall(L, 0, 0, 0) != LUA_OK) { /* out of memory */
 		lua_close(L);
 		return NULL;

@@ -15,24 +15,24 @@
 /* -> list of {name=, path=, source=} for every embedded script */
 static int l_scripts(lua_State *L)
 {
-	lua_newtable(L);
+	lua_newtable(L); /* list */
 	int i = 1;
 	for (const struct ma_script *s = ma_scripts; s->name; s++, i++) {
-		lua_createtable(L, 0, 3);
+		lua_createtable(L, 0, 3); /* list script */
 		lua_pushstring(L, s->name);
 		lua_setfield(L, -2, "name");
 		lua_pushstring(L, s->path);
 		lua_setfield(L, -2, "path");
 		lua_pushlstring(L, (const char *)s->data, s->len);
 		lua_setfield(L, -2, "source");
-		lua_seti(L, -2, i);
+		lua_seti(L, -2, i); /* list */
 	}
 	return 1;
 }
 
 static int l_scripts_dir(lua_State *L)
 {
-	lua_getfield(L, LUA_REGISTRYINDEX, "moonadm.scripts_dir");
+	lua_getfield(L, LUA_REGISTRYINDEX, "moonadm.scripts_dir"); /* dir */
 	return 1;
 }
 
@@ -66,9 +66,9 @@ static int l_hostname(lua_State *L)
 {
 	char buf[256];
 	if (gethostname(buf, sizeof buf) != 0) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "gethostname: %s", strerror(errno));
-		return 2;
+		ma_err e = {0};
+		ma_fail_errno(&e, errno, "gethostname");
+		return ma_push_err(L, &e);
 	}
 	buf[sizeof buf - 1] = '\0';
 	lua_pushstring(L, buf);
@@ -140,10 +140,10 @@ extern char **environ;
 /* -> list of "NAME=value" strings of this process's environment */
 static int l_environ(lua_State *L)
 {
-	lua_newtable(L);
+	lua_newtable(L); /* list */
 	for (int i = 0; environ && environ[i]; i++) {
-		lua_pushstring(L, environ[i]);
-		lua_seti(L, -2, i + 1);
+		lua_pushstring(L, environ[i]); /* list entry */
+		lua_seti(L, -2, i + 1); /* list */
 	}
 	return 1;
 }
@@ -157,7 +157,7 @@ int luaopen_moonadm_core(lua_State *L)
 	    {"ncpu", l_ncpu},       {"redact", l_redact},
 	    {"exe", l_exe},         {"environ", l_environ},
 	    {NULL, NULL}};
-	luaL_newlib(L, fns);
+	luaL_newlib(L, fns); /* core */
 	static const char *const waits[] = {"sleep", NULL}; /* a wait is for someone else to see our files */
 	ma_guard_table(L, -1, waits, NULL);
 #ifdef MA_PLAIN

@@ -18,9 +18,9 @@ static int l_base64_encode(lua_State *L)
 	size_t n;
 	const char *s = luaL_checklstring(L, 1, &n);
 	luaL_Buffer b;
-	char *out = luaL_buffinitsize(L, &b, ma_base64_encoded_len(n) + 1);
+	char *out = luaL_buffinitsize(L, &b, ma_base64_encoded_len(n) + 1); /* bytes (buffer) */
 	ma_base64_encode(s, n, out);
-	luaL_pushresultsize(&b, ma_base64_encoded_len(n));
+	luaL_pushresultsize(&b, ma_base64_encoded_len(n)); /* bytes text */
 	return 1;
 }
 
@@ -30,15 +30,13 @@ static int l_base64_decode(lua_State *L)
 	size_t n, m = 0;
 	const char *s = luaL_checklstring(L, 1, &n);
 	luaL_Buffer b;
-	unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, n / 4 * 3 + 3);
-	ma_err e;
+	unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, n / 4 * 3 + 3); /* text (buffer) */
+	ma_err e = {0};
 	if (ma_base64_decode(s, n, out, &m, &e) != 0) {
-		luaL_pushresultsize(&b, 0);
-		lua_pushnil(L);
-		lua_pushstring(L, e.msg);
-		return 2;
+		luaL_pushresultsize(&b, 0); /* text "" */
+		return ma_push_err(L, &e); /* text "" nil msg code */
 	}
-	luaL_pushresultsize(&b, m);
+	luaL_pushresultsize(&b, m); /* text bytes */
 	return 1;
 }
 
@@ -67,26 +65,23 @@ static int l_json_rewrite(lua_State *L)
 		lua_Integer k = luaL_len(L, 3);
 		luaL_argcheck(L, k <= 8, 3, "at most 8 names");
 		for (lua_Integer i = 1; i <= k; i++) {
-			lua_rawgeti(L, 3, i);
+			lua_rawgeti(L, 3, i); /* json marker names name */
 			drop[i - 1] = luaL_checkstring(L, -1); /* the table keeps the string alive */
-			lua_pop(L, 1);
+			lua_pop(L, 1); /* json marker names */
 		}
 	}
 	char *out;
 	size_t len, marked, dropped;
-	ma_err e;
-	if (ma_json_rewrite(s, n, marker, drop, &out, &len, &marked, &dropped, &e) != 0) {
-		lua_pushnil(L);
-		lua_pushstring(L, e.msg);
-		return 2;
-	}
+	ma_err e = {0};
+	if (ma_json_rewrite(s, n, marker, drop, &out, &len, &marked, &dropped, &e) != 0)
+		return ma_push_err(L, &e);
 	if (marked == 0 && dropped == 0)
-		lua_pushvalue(L, 1);
+		lua_pushvalue(L, 1); /* json marker [names] json */
 	else
-		lua_pushlstring(L, out, len);
+		lua_pushlstring(L, out, len); /* json marker [names] text */
 	free(out);
 	lua_pushinteger(L, (lua_Integer)marked);
-	lua_pushinteger(L, (lua_Integer)dropped);
+	lua_pushinteger(L, (lua_Integer)dropped); /* ... text marked dropped */
 	return 3;
 }
 
@@ -148,9 +143,9 @@ static void canon_add(lua_State *L, struct canon_buf *b, const char *s, size_t n
 {
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap * 2 > b->len + n ? b->cap * 2 : b->len + n;
-		char *grown = lua_newuserdatauv(L, cap, 0);
+		char *grown = lua_newuserdatauv(L, cap, 0); /* ... grown */
 		memcpy(grown, b->p, b->len);
-		lua_replace(L, b->slot);
+		lua_replace(L, b->slot); /* ... (grown in b->slot) */
 		b->p = grown;
 		b->cap = cap;
 	}
@@ -204,9 +199,9 @@ static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
 			s = t == LUA_TLIGHTUSERDATA ? "userdata" : lua_typename(L, t);
 			canon_add(L, b, s, strlen(s));
 		} else {
-			s = luaL_tolstring(L, idx, &len);
+			s = luaL_tolstring(L, idx, &len); /* ... s */
 			canon_add(L, b, s, len);
-			lua_pop(L, 1);
+			lua_pop(L, 1); /* ... */
 		}
 		return;
 	}
@@ -214,22 +209,22 @@ static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
 	/* the keys go on the Lua stack (they stay alive and can be pushed again), their order in b->keys */
 	int base = lua_gettop(L), first = b->nkeys;
 	luaL_checkstack(L, 8, "canon: too deep");
-	lua_pushnil(L);
-	while (lua_next(L, idx)) {
-		lua_pop(L, 1); /* value */
+	lua_pushnil(L); /* ... keys... nil */
+	while (lua_next(L, idx)) { /* ... keys... k v */
+		lua_pop(L, 1); /* ... keys... k */
 		int kt = lua_type(L, -1), rank = canon_rank(kt);
 		if (!rank) luaL_error(L, "canon: a table key of type %s cannot be ordered", lua_typename(L, kt));
 		if (b->nkeys == b->keys_cap) {
 			int cap = b->keys_cap * 2;
-			struct canon_key *grown = lua_newuserdatauv(L, (size_t)cap * sizeof *grown, 0);
+			struct canon_key *grown = lua_newuserdatauv(L, (size_t)cap * sizeof *grown, 0); /* ... keys... k grown */
 			memcpy(grown, b->keys, (size_t)b->nkeys * sizeof *grown);
-			lua_replace(L, b->keys_slot);
+			lua_replace(L, b->keys_slot); /* ... keys... k (grown in b->keys_slot) */
 			b->keys = grown;
 			b->keys_cap = cap;
 		}
 		luaL_checkstack(L, 3, "canon: too many keys");
-		lua_pushvalue(L, -1);
-		lua_insert(L, -2); /* the copy stays below the key lua_next continues from */
+		lua_pushvalue(L, -1); /* ... keys... k k */
+		lua_insert(L, -2); /* ... keys... k k (the copy stays below the key lua_next continues from) */
 		struct canon_key *k = &b->keys[b->nkeys++];
 		memset(k, 0, sizeof *k);
 		k->type = rank;
@@ -247,26 +242,26 @@ static void canon_into(lua_State *L, struct canon_buf *b, int idx, int depth)
 		int slot = b->keys[first + i].slot; /* b->keys again: a nested table may have grown it */
 		canon_into(L, b, slot, depth + 1);
 		canon_add(L, b, ":", 1);
-		lua_pushvalue(L, slot);
-		lua_rawget(L, idx);
+		lua_pushvalue(L, slot); /* ... keys... k */
+		lua_rawget(L, idx); /* ... keys... v */
 		canon_into(L, b, -1, depth + 1);
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... keys... */
 	}
 	b->nkeys = first;
 	canon_add(L, b, "}", 1);
-	lua_settop(L, base);
+	lua_settop(L, base); /* ... */
 }
 
 /* text = encoding.canon(value) */
 static int l_canon(lua_State *L)
 {
 	luaL_checkany(L, 1);
-	lua_settop(L, 1);
+	lua_settop(L, 1); /* value */
 	struct canon_buf b = {.slot = 2, .cap = 1024, .keys_slot = 3, .keys_cap = 64};
-	b.p = lua_newuserdatauv(L, b.cap, 0);
-	b.keys = lua_newuserdatauv(L, (size_t)b.keys_cap * sizeof *b.keys, 0);
+	b.p = lua_newuserdatauv(L, b.cap, 0); /* value text */
+	b.keys = lua_newuserdatauv(L, (size_t)b.keys_cap * sizeof *b.keys, 0); /* value text keys */
 	canon_into(L, &b, 1, 0);
-	lua_pushlstring(L, b.p, b.len);
+	lua_pushlstring(L, b.p, b.len); /* value text keys canon */
 	return 1;
 }
 
@@ -275,6 +270,6 @@ int luaopen_moonadm_encoding(lua_State *L)
 	static const luaL_Reg fns[] = {
 		{"base64_encode", l_base64_encode}, {"base64_decode", l_base64_decode}, {"sha256_hex", l_sha256_hex},
 		{"json_rewrite", l_json_rewrite},   {"canon", l_canon},                 {NULL, NULL}};
-	luaL_newlib(L, fns);
+	luaL_newlib(L, fns); /* encoding */
 	return 1;
 }

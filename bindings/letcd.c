@@ -35,19 +35,20 @@ static LEtcd *checkclient(lua_State *L, int i)
 	return u;
 }
 
-static int push_fail(lua_State *L, const ma_err *e)
+/* nil, message, kind: the name of e->code (engine/etcd.h), bindings/bindings.h's convention */
+static int push_fail(lua_State *L, ma_err *e)
 {
-	lua_pushnil(L);
-	lua_pushstring(L, e->msg[0] ? e->msg : "etcd: unknown error");
-	lua_pushstring(L, ma_etcd_errkind_name(e->code));
-	return 3;
+	if (!e->msg[0])
+		ma_fail(e, "etcd: unknown error");
+	e->kind = ma_etcd_errkind_name(e->code);
+	return ma_push_err(L, e); /* nil msg kind */
 }
 
 static void push_id(lua_State *L, uint64_t id)
 {
 	char b[21];
 	ma_etcd_id_dec(id, b);
-	lua_pushstring(L, b);
+	lua_pushstring(L, b); /* ... id */
 }
 
 static uint64_t check_id(lua_State *L, int i)
@@ -68,20 +69,20 @@ static uint64_t check_id(lua_State *L, int i)
 
 static const char *optstr(lua_State *L, int t, const char *name, size_t *len)
 {
-	lua_getfield(L, t, name);
+	lua_getfield(L, t, name); /* ... v */
 	const char *s = NULL;
 	if (!lua_isnil(L, -1)) {
 		if (lua_type(L, -1) != LUA_TSTRING)
 			luaL_error(L, "etcd.new: option '%s' must be a string, got %s", name, luaL_typename(L, -1));
 		s = lua_tolstring(L, -1, len);
 	}
-	lua_pop(L, 1); /* anchored by the opts table */
+	lua_pop(L, 1); /* ... (the string stays anchored by the opts table) */
 	return s;
 }
 
 static long optms(lua_State *L, int t, const char *name)
 {
-	lua_getfield(L, t, name);
+	lua_getfield(L, t, name); /* ... v */
 	long ms = 0;
 	if (!lua_isnil(L, -1)) {
 		if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) <= 0)
@@ -90,13 +91,13 @@ static long optms(lua_State *L, int t, const char *name)
 		if (ms < 1)
 			ms = 1;
 	}
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	return ms;
 }
 
 static size_t optbytes(lua_State *L, int t, const char *name)
 {
-	lua_getfield(L, t, name);
+	lua_getfield(L, t, name); /* ... v */
 	size_t n = 0;
 	if (!lua_isnil(L, -1)) {
 		int isint = 0;
@@ -105,34 +106,34 @@ static size_t optbytes(lua_State *L, int t, const char *name)
 			luaL_error(L, "etcd.new: option '%s' must be a positive integer number of bytes", name);
 		n = (size_t)v;
 	}
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	return n;
 }
 
 static int l_new(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
-	lua_settop(L, 1);
+	lua_settop(L, 1); /* opts */
 	ma_etcd_opts o = {0};
-	lua_getfield(L, 1, "endpoints"); /* 2 */
+	lua_getfield(L, 1, "endpoints"); /* opts url|list */
 	if (lua_type(L, 2) == LUA_TSTRING) {
-		lua_createtable(L, 1, 0);
-		lua_pushvalue(L, 2);
-		lua_rawseti(L, -2, 1);
-		lua_replace(L, 2);
+		lua_createtable(L, 1, 0); /* opts url list */
+		lua_pushvalue(L, 2); /* opts url list url */
+		lua_rawseti(L, -2, 1); /* opts url list */
+		lua_replace(L, 2); /* opts list */
 	}
 	if (!lua_istable(L, 2))
 		return luaL_error(L, "etcd.new: option 'endpoints' must be a list of URLs");
 	size_t n = (size_t)lua_rawlen(L, 2);
 	if (n == 0)
 		return luaL_error(L, "etcd.new: option 'endpoints' is empty");
-	const char **eps = lua_newuserdatauv(L, sizeof *eps * n, 0); /* 3 */
+	const char **eps = lua_newuserdatauv(L, sizeof *eps * n, 0); /* opts list array */
 	for (size_t i = 0; i < n; i++) {
-		lua_rawgeti(L, 2, (lua_Integer)i + 1);
+		lua_rawgeti(L, 2, (lua_Integer)i + 1); /* opts list array url */
 		if (lua_type(L, -1) != LUA_TSTRING)
 			return luaL_error(L, "etcd.new: endpoints[%d] must be a string", (int)i + 1);
 		eps[i] = lua_tostring(L, -1); /* anchored by the endpoints table */
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* opts list array */
 	}
 	o.endpoints = eps;
 	o.n_endpoints = n;
@@ -143,12 +144,12 @@ static int l_new(lua_State *L)
 	o.dial_timeout_ms = optms(L, 1, "dial_timeout");
 	o.request_timeout_ms = optms(L, 1, "timeout");
 	o.max_body = optbytes(L, 1, "max_body");
-	LEtcd *u = lua_newuserdatauv(L, sizeof *u, 0);
+	LEtcd *u = lua_newuserdatauv(L, sizeof *u, 0); /* opts list array client */
 	u->c = NULL;
-	luaL_setmetatable(L, CLIENT_MT);
+	luaL_setmetatable(L, CLIENT_MT); /* opts list array client (closed) */
 	ma_err e = {0};
 	if (!(u->c = ma_etcd_new(&o, &e)))
-		return push_fail(L, &e);
+		return push_fail(L, &e); /* opts list array client nil msg kind */
 	return 1;
 }
 
@@ -175,10 +176,10 @@ static int l_endpoints(lua_State *L)
 {
 	LEtcd *u = checkclient(L, 1);
 	size_t n = ma_etcd_endpoint_count(u->c);
-	lua_createtable(L, (int)n, 0);
+	lua_createtable(L, (int)n, 0); /* list */
 	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, ma_etcd_endpoint(u->c, i));
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		lua_pushstring(L, ma_etcd_endpoint(u->c, i)); /* list url */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* list */
 	}
 	return 1;
 }
@@ -196,27 +197,27 @@ static int l_add_endpoint(lua_State *L)
 
 static void push_strs(lua_State *L, char **v, size_t n)
 {
-	lua_createtable(L, (int)n, 0);
+	lua_createtable(L, (int)n, 0); /* ... list */
 	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, v[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		lua_pushstring(L, v[i]); /* ... list s */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* ... list */
 	}
 }
 
 static void push_member(lua_State *L, const ma_etcd_member *m)
 {
 	char hex[17];
-	lua_createtable(L, 0, 6);
+	lua_createtable(L, 0, 6); /* ... m */
 	push_id(L, m->id);
-	lua_setfield(L, -2, "id");
+	lua_setfield(L, -2, "id"); /* ... m */
 	ma_etcd_id_hex(m->id, hex);
 	lua_pushstring(L, hex);
 	lua_setfield(L, -2, "id_hex");
 	lua_pushstring(L, m->name ? m->name : "");
 	lua_setfield(L, -2, "name");
-	push_strs(L, m->peer_urls, m->n_peer_urls);
+	push_strs(L, m->peer_urls, m->n_peer_urls); /* ... m list */
 	lua_setfield(L, -2, "peer_urls");
-	push_strs(L, m->client_urls, m->n_client_urls);
+	push_strs(L, m->client_urls, m->n_client_urls); /* ... m list */
 	lua_setfield(L, -2, "client_urls");
 	lua_pushboolean(L, m->is_learner);
 	lua_setfield(L, -2, "is_learner");
@@ -225,16 +226,16 @@ static void push_member(lua_State *L, const ma_etcd_member *m)
 /* pushes the result table and frees m */
 static int push_members(lua_State *L, ma_etcd_members *m)
 {
-	lua_createtable(L, 0, 5);
-	lua_createtable(L, (int)m->n, 0);
+	lua_createtable(L, 0, 5); /* ... r */
+	lua_createtable(L, (int)m->n, 0); /* ... r members */
 	for (size_t i = 0; i < m->n; i++) {
-		push_member(L, &m->v[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		push_member(L, &m->v[i]); /* ... r members m */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* ... r members */
 	}
-	lua_setfield(L, -2, "members");
+	lua_setfield(L, -2, "members"); /* ... r */
 	if (m->has_added) {
-		push_member(L, &m->added);
-		lua_setfield(L, -2, "member");
+		push_member(L, &m->added); /* ... r m */
+		lua_setfield(L, -2, "member"); /* ... r */
 	}
 	lua_pushstring(L, m->endpoint);
 	lua_setfield(L, -2, "endpoint");
@@ -262,32 +263,32 @@ static int l_member_list(lua_State *L)
 static int l_member_add(lua_State *L)
 {
 	LEtcd *u = checkclient(L, 1);
-	lua_settop(L, 3);
+	lua_settop(L, 3); /* client urls opts */
 	if (lua_type(L, 2) == LUA_TSTRING) {
-		lua_createtable(L, 1, 0);
-		lua_pushvalue(L, 2);
-		lua_rawseti(L, -2, 1);
-		lua_replace(L, 2);
+		lua_createtable(L, 1, 0); /* client url opts list */
+		lua_pushvalue(L, 2); /* client url opts list url */
+		lua_rawseti(L, -2, 1); /* client url opts list */
+		lua_replace(L, 2); /* client list opts */
 	}
 	luaL_checktype(L, 2, LUA_TTABLE);
 	int learner = 1;
 	if (!lua_isnil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
-		lua_getfield(L, 3, "learner");
+		lua_getfield(L, 3, "learner"); /* client list opts learner */
 		if (!lua_isnil(L, -1))
 			learner = lua_toboolean(L, -1);
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* client list opts */
 	}
 	size_t n = (size_t)lua_rawlen(L, 2);
 	if (n == 0)
 		return luaL_argerror(L, 2, "no peer URL");
-	const char **urls = lua_newuserdatauv(L, sizeof *urls * n, 0);
+	const char **urls = lua_newuserdatauv(L, sizeof *urls * n, 0); /* client list opts array */
 	for (size_t i = 0; i < n; i++) {
-		lua_rawgeti(L, 2, (lua_Integer)i + 1);
+		lua_rawgeti(L, 2, (lua_Integer)i + 1); /* client list opts array url */
 		if (lua_type(L, -1) != LUA_TSTRING)
 			return luaL_argerror(L, 2, "peer URLs must be strings");
 		urls[i] = lua_tostring(L, -1);
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* client list opts array */
 	}
 	ma_etcd_members m;
 	ma_err e = {0};
@@ -360,7 +361,7 @@ static int l_status(lua_State *L)
 		ma_etcd_status_free(&s);
 		return push_fail(L, &e);
 	}
-	lua_createtable(L, 0, 12);
+	lua_createtable(L, 0, 12); /* client target s */
 	lua_pushstring(L, s.endpoint);
 	lua_setfield(L, -2, "endpoint");
 	lua_pushstring(L, s.version);
@@ -399,7 +400,7 @@ static int l_health(lua_State *L)
 		ma_etcd_health_free(&h);
 		return push_fail(L, &e);
 	}
-	lua_createtable(L, 0, 4);
+	lua_createtable(L, 0, 4); /* client target h */
 	lua_pushstring(L, h.endpoint);
 	lua_setfield(L, -2, "endpoint");
 	lua_pushboolean(L, h.healthy);
@@ -416,7 +417,7 @@ static int l_id_hex(lua_State *L)
 {
 	char hex[17];
 	ma_etcd_id_hex(check_id(L, 1), hex);
-	lua_pushstring(L, hex);
+	lua_pushstring(L, hex); /* id hex */
 	return 1;
 }
 
@@ -425,11 +426,11 @@ static int l_id_from_hex(lua_State *L)
 	const char *s = luaL_checkstring(L, 1);
 	uint64_t id;
 	if (ma_etcd_id_parse_hex(s, &id) < 0) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "\"%s\" is not a hex member ID", s);
-		return 2;
+		ma_err e = {0};
+		ma_fail_kind(&e, "malformed", "\"%.64s\" is not a hex member ID", s);
+		return ma_push_err(L, &e); /* s nil msg kind */
 	}
-	push_id(L, id);
+	push_id(L, id); /* s id */
 	return 1;
 }
 
@@ -448,13 +449,13 @@ int luaopen_moonadm_etcd(lua_State *L)
 	    {"close", l_close},
 	    {NULL, NULL}};
 	static const luaL_Reg fns[] = {{"new", l_new}, {"id_hex", l_id_hex}, {"id_from_hex", l_id_from_hex}, {NULL, NULL}};
-	luaL_newmetatable(L, CLIENT_MT);
-	luaL_setfuncs(L, meta, 0);
-	luaL_newlib(L, methods);
+	luaL_newmetatable(L, CLIENT_MT); /* mt */
+	luaL_setfuncs(L, meta, 0); /* mt */
+	luaL_newlib(L, methods); /* mt methods */
 	ma_guard_table(L, -1, NULL, NULL);
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
-	luaL_newlib(L, fns);
+	lua_setfield(L, -2, "__index"); /* mt */
+	lua_pop(L, 1); /* ... */
+	luaL_newlib(L, fns); /* etcd */
 	ma_guard_table(L, -1, NULL, NULL);
 	return 1;
 }

@@ -14,9 +14,9 @@
 
 static const char *root(lua_State *L)
 {
-	lua_getfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+	lua_getfield(L, LUA_REGISTRYINDEX, ROOT_KEY); /* ... root */
 	const char *r = lua_tostring(L, -1);
-	lua_pop(L, 1); /* the string stays alive: the registry holds it */
+	lua_pop(L, 1); /* ... (the string stays alive: the registry holds it) */
 	return r ? r : "/";
 }
 
@@ -40,8 +40,8 @@ static int l_set_root(lua_State *L)
 	const char *r = luaL_checkstring(L, 1);
 	if (r[0] != '/')
 		return luaL_error(L, "root must be an absolute path, got %s", r);
-	lua_pushvalue(L, 1);
-	lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY);
+	lua_pushvalue(L, 1); /* path path */
+	lua_setfield(L, LUA_REGISTRYINDEX, ROOT_KEY); /* path */
 	return 0;
 }
 
@@ -54,7 +54,7 @@ static int l_root(lua_State *L)
 static int l_path(lua_State *L)
 {
 	char host[MA_PATH_MAX];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
 		return ma_push_err(L, &e);
 	lua_pushstring(L, host);
@@ -68,14 +68,14 @@ static int l_write(lua_State *L)
 	const char *data = luaL_checklstring(L, 2, &len);
 	mode_t mode = checkmode(L, 3, 0644);
 	int changed = 0;
-	ma_err e;
+	ma_err e = {0};
 	/* a full group commits before this write, through the pre-commit hook like every commit */
 	if (ma_fs_group_active() && ma_fs_group_full() && !ma_fs_group_pending(root(L), path))
 		ma_commit_or_raise(L);
 	if (ma_fs_write(root(L), path, data, len, mode, &changed, &e))
 		return ma_push_err(L, &e);
-	lua_pushboolean(L, 1);
-	lua_pushboolean(L, changed);
+	lua_pushboolean(L, 1); /* true */
+	lua_pushboolean(L, changed); /* true changed */
 	return 2;
 }
 
@@ -83,7 +83,7 @@ static int l_read(lua_State *L)
 {
 	char *data;
 	size_t len;
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_read(root(L), luaL_checkstring(L, 1), &data, &len, &e))
 		return ma_push_err(L, &e);
 	lua_pushlstring(L, data, len);
@@ -96,7 +96,7 @@ static int l_read_regular(lua_State *L)
 {
 	char *data;
 	size_t len;
-	ma_err e;
+	ma_err e = {0};
 	const char *path = luaL_checkstring(L, 1);
 	lua_Integer max = luaL_checkinteger(L, 2);
 	luaL_argcheck(L, max >= 0, 2, "the size limit must not be negative");
@@ -109,7 +109,7 @@ static int l_read_regular(lua_State *L)
 
 static int l_exists(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	int rc = ma_fs_exists(root(L), luaL_checkstring(L, 1), &e);
 	if (rc < 0)
 		return ma_push_err(L, &e);
@@ -119,7 +119,7 @@ static int l_exists(lua_State *L)
 
 static int l_mkdir(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_mkdir(root(L), luaL_checkstring(L, 1), checkmode(L, 2, 0755), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -128,7 +128,7 @@ static int l_mkdir(lua_State *L)
 
 static int l_remove(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_remove(root(L), luaL_checkstring(L, 1), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -137,7 +137,7 @@ static int l_remove(lua_State *L)
 
 static int l_remove_tree(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_remove_tree(root(L), luaL_checkstring(L, 1), lua_toboolean(L, 2), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -146,7 +146,7 @@ static int l_remove_tree(lua_State *L)
 
 static int l_copy(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_copy(root(L), luaL_checkstring(L, 1), luaL_checkstring(L, 2), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -156,7 +156,7 @@ static int l_copy(lua_State *L)
 /* fs.rename(from, to [, exchange]) -> true | nil, err (engine/fs.h ma_fs_rename) */
 static int l_rename(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_rename(root(L), luaL_checkstring(L, 1), luaL_checkstring(L, 2), lua_toboolean(L, 3), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -167,31 +167,30 @@ static int l_rename(lua_State *L)
 static int l_list(lua_State *L)
 {
 	char host[MA_PATH_MAX];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
 		return ma_push_err(L, &e);
 	DIR *d = opendir(host);
 	if (!d) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "opendir %s: %s", host, strerror(errno));
-		return 2;
+		ma_fail_errno(&e, errno, "opendir %s", host);
+		return ma_push_err(L, &e);
 	}
-	lua_newtable(L);
+	lua_newtable(L); /* list */
 	struct dirent *de;
 	int n = 0;
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		lua_pushstring(L, de->d_name);
-		lua_seti(L, -2, ++n);
+		lua_pushstring(L, de->d_name); /* list name */
+		lua_seti(L, -2, ++n); /* list */
 	}
 	closedir(d);
 	/* sort in Lua: table.sort on the result keeps this function allocation-free */
-	lua_getglobal(L, "table");
-	lua_getfield(L, -1, "sort");
-	lua_pushvalue(L, -3);
-	lua_call(L, 1, 0);
-	lua_pop(L, 1);
+	lua_getglobal(L, "table"); /* list table */
+	lua_getfield(L, -1, "sort"); /* list table sort */
+	lua_pushvalue(L, -3); /* list table sort list */
+	lua_call(L, 1, 0); /* list table */
+	lua_pop(L, 1); /* list */
 	return 1;
 }
 
@@ -199,16 +198,15 @@ static int l_stat(lua_State *L)
 {
 	char host[MA_PATH_MAX];
 	struct stat st;
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
 		return ma_push_err(L, &e);
 	/* follow (2nd argument true): stat the symlink's target instead of the link */
 	if ((lua_toboolean(L, 2) ? stat(host, &st) : lstat(host, &st)) != 0) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "stat %s: %s", host, strerror(errno));
-		return 2;
+		ma_fail_errno(&e, errno, "stat %s", host);
+		return ma_push_err(L, &e);
 	}
-	lua_createtable(L, 0, 6);
+	lua_createtable(L, 0, 6); /* t */
 	lua_pushinteger(L, st.st_mode & 07777);
 	lua_setfield(L, -2, "mode");
 	lua_pushinteger(L, (lua_Integer)st.st_size);
@@ -219,7 +217,9 @@ static int l_stat(lua_State *L)
 	lua_setfield(L, -2, "uid");
 	lua_pushinteger(L, (lua_Integer)st.st_gid);
 	lua_setfield(L, -2, "gid");
-	lua_pushstring(L, S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file" : S_ISLNK(st.st_mode) ? "link" : "other");
+	const char *type = S_ISDIR(st.st_mode) ? "directory" : S_ISREG(st.st_mode) ? "file"
+			   : S_ISLNK(st.st_mode) ? "link" : "other";
+	lua_pushstring(L, type);
 	lua_setfield(L, -2, "type");
 	return 1;
 }
@@ -229,14 +229,17 @@ static int l_stat(lua_State *L)
 static int l_readlink(lua_State *L)
 {
 	char host[MA_PATH_MAX], target[MA_PATH_MAX];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_resolve(root(L), luaL_checkstring(L, 1), host, sizeof host, &e))
 		return ma_push_err(L, &e);
 	ssize_t n = readlink(host, target, sizeof target);
-	if (n < 0 || (size_t)n >= sizeof target) {
-		lua_pushnil(L);
-		lua_pushfstring(L, "readlink %s: %s", host, n < 0 ? strerror(errno) : "target too long");
-		return 2;
+	if (n < 0) {
+		ma_fail_errno(&e, errno, "readlink %s", host);
+		return ma_push_err(L, &e);
+	}
+	if ((size_t)n >= sizeof target) {
+		ma_fail_kind(&e, "too_large", "readlink %s: target too long", host);
+		return ma_push_err(L, &e);
 	}
 	lua_pushlstring(L, target, (size_t)n);
 	return 1;
@@ -267,18 +270,19 @@ static int l_lock_held(lua_State *L)
 	return 1;
 }
 
-/* fs.lock(path) -> handle | nil, message, holder_pid (0 if unknown; nil on an error other than "held") */
+/* fs.lock(path) -> handle | nil, message, code [, holder_pid]: code "locked" when another process
+ * holds it, with its pid (0 if unknown) */
 static int l_lock(lua_State *L)
 {
 	const char *path = luaL_checkstring(L, 1);
-	lock_handle *h = lua_newuserdatauv(L, sizeof *h, 0);
+	lock_handle *h = lua_newuserdatauv(L, sizeof *h, 0); /* path h */
 	h->fd = -1;
-	luaL_setmetatable(L, LOCK_MT);
+	luaL_setmetatable(L, LOCK_MT); /* path h (unlocked) */
 	if (snprintf(h->root, sizeof h->root, "%s", root(L)) >= (int)sizeof h->root ||
 	    snprintf(h->path, sizeof h->path, "%s", path) >= (int)sizeof h->path)
 		return luaL_error(L, "fs.lock: path too long: %s", path);
 	long holder = 0;
-	ma_err e;
+	ma_err e = {0};
 	int rc = ma_fs_lock(root(L), path, &h->fd, &holder, &e);
 	if (rc < 0)
 		return ma_push_err(L, &e);
@@ -286,13 +290,13 @@ static int l_lock(lua_State *L)
 		char host[MA_PATH_MAX];
 		if (ma_fs_resolve(root(L), path, host, sizeof host, &e))
 			snprintf(host, sizeof host, "%s", path);
-		lua_pushnil(L);
 		if (holder > 0)
-			lua_pushfstring(L, "%s is locked by pid %d", host, (int)holder);
+			ma_fail_kind(&e, "locked", "%s is locked by pid %ld", host, holder);
 		else
-			lua_pushfstring(L, "%s is locked by another process (its pid is not recorded yet)", host);
-		lua_pushinteger(L, holder);
-		return 3;
+			ma_fail_kind(&e, "locked", "%s is locked by another process (its pid is not recorded yet)", host);
+		ma_push_err(L, &e);         /* ... nil msg "locked" */
+		lua_pushinteger(L, holder); /* ... nil msg "locked" pid */
+		return 4;
 	}
 	return 1;
 }
@@ -301,7 +305,7 @@ static int l_lock(lua_State *L)
 static int l_clean_temps(lua_State *L)
 {
 	int removed = 0;
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_clean_temps(root(L), luaL_checkstring(L, 1), (int)luaL_optinteger(L, 2, 0), &removed, &e))
 		return ma_push_err(L, &e);
 	lua_pushinteger(L, removed);
@@ -330,20 +334,23 @@ static int l_on_commit(lua_State *L)
 	if (!lua_isnoneornil(L, 1))
 		luaL_checktype(L, 1, LUA_TFUNCTION);
 	const char *first = luaL_optstring(L, 2, NULL);
-	ma_err e;
+	ma_err e = {0};
 	if (ma_fs_group_lead(root(L), first, &e))
 		return ma_push_err(L, &e);
-	lua_settop(L, 1);
-	lua_setfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY);
+	lua_settop(L, 1); /* fn */
+	lua_setfield(L, LUA_REGISTRYINDEX, MA_PRECOMMIT_KEY); /* (empty) */
 	lua_pushboolean(L, 1);
 	return 1;
 }
 
+/* The pre-commit hook's error (on the top) as nil, message, "hook". */
 static int precommit_err(lua_State *L)
 {
-	lua_pushnil(L);
-	lua_insert(L, -2);
-	return 2;
+	const char *msg = lua_tostring(L, -1); /* ... err */
+	ma_err e = {0};
+	ma_fail_kind(&e, "hook", "%s", msg ? msg : "the pre-commit hook failed (its error is not a string)");
+	lua_pop(L, 1); /* ... */
+	return ma_push_err(L, &e); /* nil msg "hook" */
 }
 
 static int l_commit(lua_State *L)
@@ -366,15 +373,15 @@ static int l_group_end(lua_State *L)
 static void lock_metatable(lua_State *L)
 {
 	static const luaL_Reg methods[] = {{"release", l_lock_release}, {"held", l_lock_held}, {NULL, NULL}};
-	if (luaL_newmetatable(L, LOCK_MT)) {
-		luaL_newlib(L, methods);
-		lua_setfield(L, -2, "__index");
+	if (luaL_newmetatable(L, LOCK_MT)) { /* mt */
+		luaL_newlib(L, methods); /* mt methods */
+		lua_setfield(L, -2, "__index"); /* mt */
 		lua_pushcfunction(L, l_lock_release);
 		lua_setfield(L, -2, "__gc");
 		lua_pushcfunction(L, l_lock_release);
 		lua_setfield(L, -2, "__close");
 	}
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 }
 
 int luaopen_moonadm_fs(lua_State *L)
@@ -390,10 +397,10 @@ int luaopen_moonadm_fs(lua_State *L)
 				       {"group_begin", l_group_begin}, {"commit", l_commit}, {"group_end", l_group_end},
 				       {"pending", l_pending},   {"on_commit", l_on_commit},
 				       {NULL, NULL}};
-	luaL_newlib(L, fns);
+	luaL_newlib(L, fns); /* fs */
 	/* the operations that see pending writes themselves; every other one commits the group first */
 	static const char *const sees_pending[] = {"root", "path", "write", "read", "exists", "mkdir",
 						   "group_begin", "commit", "group_end", "pending", "on_commit", NULL};
-	ma_guard_table(L, -1, NULL, sees_pending);
+	ma_guard_table(L, -1, NULL, sees_pending); /* fs (guarded) */
 	return 1;
 }

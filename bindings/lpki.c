@@ -1,7 +1,8 @@
 /* moonadm.pki: keys and certificates as handles, plus the stateless primitives
  * of engine/pki.h. Specs are tables {cn=, o={}, dns={}, ips={}, usages={},
  * ext_usages={}, not_before=, not_after=, is_ca=}. Misuse raises; an
- * operational failure returns nil (or false), message. */
+ * operational failure returns nil, message, code (bindings/bindings.h); a check that does not hold
+ * (key:matches, cert:covers, jws_verify) returns false, why. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,7 @@ static Box *newbox(lua_State *L, int secret)
 {
 	Box *b = lua_newuserdatauv(L, sizeof *b, 0); /* ... box */
 	b->p = NULL, b->n = 0, b->secret = secret;
-	luaL_setmetatable(L, BOX_MT);
+	luaL_setmetatable(L, BOX_MT); /* ... box (empty) */
 	return b;
 }
 
@@ -58,7 +59,7 @@ static LKey *newkey(lua_State *L)
 {
 	LKey *u = lua_newuserdatauv(L, sizeof *u, 0); /* ... key (empty) */
 	u->k = NULL;
-	luaL_setmetatable(L, KEY_MT);
+	luaL_setmetatable(L, KEY_MT); /* ... key (empty) */
 	return u;
 }
 
@@ -66,7 +67,7 @@ static LCert *newcert(lua_State *L)
 {
 	LCert *u = lua_newuserdatauv(L, sizeof *u, 0); /* ... cert (empty) */
 	u->c = NULL;
-	luaL_setmetatable(L, CERT_MT);
+	luaL_setmetatable(L, CERT_MT); /* ... cert (empty) */
 	return u;
 }
 
@@ -90,7 +91,7 @@ static const char *const *strlist(lua_State *L, int t, const char *field, size_t
 {
 	*n = 0;
 	if (lua_getfield(L, t, field) == LUA_TNIL) { /* ... nil */
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... */
 		return NULL;
 	}
 	if (!lua_istable(L, -1)) luaL_error(L, "spec.%s must be a list of strings", field);
@@ -113,7 +114,7 @@ static unsigned usagebits(lua_State *L, int t, const char *field, int ext)
 	unsigned bits = 0, bit;
 	const char *const *v = strlist(L, t, field, &n); /* ... array? */
 	for (size_t i = 0; i < n; i++) {
-		ma_err e;
+		ma_err e = {0};
 		if (ma_pki_usage_bit(v[i], ext, &bit, &e)) luaL_error(L, "spec.%s: %s", field, e.msg);
 		bits |= bit;
 	}
@@ -127,7 +128,7 @@ static int64_t opttime(lua_State *L, int t, const char *field)
 	lua_getfield(L, t, field); /* ... v */
 	lua_Integer v = lua_tointegerx(L, -1, &isnum);
 	if (!isnum && !lua_isnil(L, -1)) luaL_error(L, "spec.%s must be an integer (unix time)", field);
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	return isnum ? (int64_t)v : 0;
 }
 
@@ -138,19 +139,19 @@ static void checkspec(lua_State *L, int t, ma_pki_spec *s)
 	memset(s, 0, sizeof *s);
 	int ty = lua_getfield(L, t, "cn"); /* ... cn */
 	if (ty != LUA_TNIL && ty != LUA_TSTRING) luaL_error(L, "spec.cn must be a string");
-	s->cn = lua_tostring(L, -1); /* alive in the spec table */
-	lua_pop(L, 1);
+	s->cn = lua_tostring(L, -1); /* (alive in the spec table) */
+	lua_pop(L, 1); /* ... */
 	s->usages = usagebits(L, t, "usages", 0);
 	s->ext_usages = usagebits(L, t, "ext_usages", 1);
 	s->not_before = opttime(L, t, "not_before");
 	s->not_after = opttime(L, t, "not_after");
-	lua_getfield(L, t, "is_ca");
+	lua_getfield(L, t, "is_ca"); /* ... is_ca */
 	s->is_ca = lua_toboolean(L, -1);
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	s->o = strlist(L, t, "o", &s->n_o); /* ... o? */
-	if (!s->o) lua_pushnil(L);        /* keep three slots for simplicity */
+	if (!s->o) lua_pushnil(L);        /* ... o (three slots always, for simplicity) */
 	s->dns = strlist(L, t, "dns", &s->n_dns);
-	if (!s->dns) lua_pushnil(L);
+	if (!s->dns) lua_pushnil(L); /* ... o dns */
 	s->ips = strlist(L, t, "ips", &s->n_ips);
 	if (!s->ips) lua_pushnil(L);      /* ... o dns ips */
 }
@@ -159,8 +160,8 @@ static void setlist(lua_State *L, const char *field, char **v, size_t n)
 {
 	lua_createtable(L, (int)n, 0); /* ... t list */
 	for (size_t i = 0; i < n; i++) {
-		lua_pushstring(L, v[i]);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		lua_pushstring(L, v[i]); /* ... t list s */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* ... t list */
 	}
 	lua_setfield(L, -2, field); /* ... t */
 }
@@ -171,8 +172,8 @@ static void setusages(lua_State *L, const char *field, unsigned bits, const char
 	lua_newtable(L); /* ... t list */
 	for (int i = 0; names[i]; i++)
 		if (bits & (1u << i)) {
-			lua_pushstring(L, names[i]);
-			lua_rawseti(L, -2, ++k);
+			lua_pushstring(L, names[i]); /* ... t list name */
+			lua_rawseti(L, -2, ++k); /* ... t list */
 		}
 	lua_setfield(L, -2, field); /* ... t */
 }
@@ -192,7 +193,7 @@ static ma_pki_info *newinfo(lua_State *L)
 {
 	ma_pki_info *in = lua_newuserdatauv(L, sizeof *in, 0); /* ... info */
 	memset(in, 0, sizeof *in);
-	luaL_setmetatable(L, INFO_MT);
+	luaL_setmetatable(L, INFO_MT); /* ... info */
 	return in;
 }
 
@@ -239,7 +240,7 @@ static void push_info(lua_State *L, ma_pki_info *in, int csr)
 static int l_generate_key(lua_State *L)
 {
 	const char *alg = luaL_optstring(L, 1, "RSA-2048");
-	ma_err e;
+	ma_err e = {0};
 	LKey *u = newkey(L);
 	if (!(u->k = ma_pki_genkey(alg, &e))) return ma_push_err(L, &e);
 	return 1;
@@ -252,7 +253,7 @@ static int l_rsa_generator(lua_State *L)
 {
 	const char *name = luaL_optstring(L, 1, NULL), *source = luaL_optstring(L, 2, "the RSA generator");
 	const char *why = NULL;
-	ma_err e;
+	ma_err e = {0};
 	if (name && ma_pki_rsa_generator_set(name, source, &e)) return ma_push_err(L, &e);
 	if (!(name = ma_pki_rsa_generator(&why, &e))) return ma_push_err(L, &e);
 	lua_pushstring(L, name);
@@ -273,16 +274,16 @@ static int l_generate_keys(lua_State *L)
 		if (lua_rawgeti(L, 1, (lua_Integer)i + 1) != LUA_TSTRING) /* ... res alg */
 			return luaL_error(L, "bad argument #1 to 'generate_keys' (item %d is not a string)", (int)i + 1);
 		algs[i] = lua_tostring(L, -1);
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... res */
 		newkey(L); /* ... res key (empty: filled below without further allocation) */
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* ... res */
 	}
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_genkeys_parallel(algs, n, out, nthreads, &e)) return ma_push_err(L, &e);
 	for (size_t i = 0; i < n; i++) {
 		lua_rawgeti(L, -1, (lua_Integer)i + 1); /* ... res key */
 		((LKey *)lua_touserdata(L, -1))->k = out[i];
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... res */
 	}
 	return 1;
 }
@@ -291,7 +292,7 @@ static int read_key(lua_State *L, int pub)
 {
 	size_t len;
 	const char *pem = luaL_checklstring(L, 1, &len);
-	ma_err e;
+	ma_err e = {0};
 	LKey *u = newkey(L);
 	if (!(u->k = pub ? ma_pki_pubkey_read(pem, len, &e) : ma_pki_key_read(pem, len, &e)))
 		return ma_push_err(L, &e);
@@ -303,7 +304,7 @@ static int l_read_public_key(lua_State *L) { return read_key(L, 1); }
 static int key_pem(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	Box *b = newbox(L, 1);
 	if (!(b->p = ma_pki_key_pem(k, &len, &e))) return ma_push_err(L, &e);
@@ -314,7 +315,7 @@ static int key_pem(lua_State *L)
 static int key_public_pem(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	Box *b = newbox(L, 0);
 	if (!(b->p = ma_pki_pubkey_pem(k, &len, &e))) return ma_push_err(L, &e);
@@ -349,15 +350,15 @@ static int key_equals(lua_State *L)
 static int push_check(lua_State *L, int r, const ma_err *e)
 {
 	if (r < 0) return ma_push_err(L, e);
-	lua_pushboolean(L, r);
+	lua_pushboolean(L, r); /* ok */
 	if (r) return 1;
-	lua_pushstring(L, e->msg);
+	lua_pushstring(L, e->msg); /* false why */
 	return 2;
 }
 
 static int key_matches(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	return push_check(L, ma_pki_key_matches_cert(checkkey(L, 1), checkcert(L, 2), &e), &e);
 }
 
@@ -384,7 +385,7 @@ static int l_read_cert(lua_State *L)
 {
 	size_t len;
 	const char *pem = luaL_checklstring(L, 1, &len);
-	ma_err e;
+	ma_err e = {0};
 	LCert *u = newcert(L);
 	if (!(u->c = ma_pki_cert_read(pem, len, &e))) return ma_push_err(L, &e);
 	return 1;
@@ -395,7 +396,7 @@ static int l_read_certs(lua_State *L)
 	size_t len, n;
 	const char *pem = luaL_checklstring(L, 1, &len);
 	ma_pki_cert **v;
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_certs_read(pem, len, &v, &n, &e)) return ma_push_err(L, &e);
 	/* hand the certs to empty handles first, then build the list: nothing leaks on a memory error */
 	lua_createtable(L, (int)n, 0); /* pem res */
@@ -403,8 +404,8 @@ static int l_read_certs(lua_State *L)
 		LCert *u = lua_newuserdatauv(L, sizeof *u, 0); /* pem res cert */
 		u->c = v[i];
 		v[i] = NULL;
-		luaL_setmetatable(L, CERT_MT);
-		lua_rawseti(L, -2, (lua_Integer)i + 1);
+		luaL_setmetatable(L, CERT_MT); /* pem res cert */
+		lua_rawseti(L, -2, (lua_Integer)i + 1); /* pem res */
 	}
 	ma_pki_certs_free(v, n);
 	return 1;
@@ -414,7 +415,7 @@ static int l_create_ca(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
 	ma_pki_spec s;
-	ma_err e;
+	ma_err e = {0};
 	checkspec(L, 2, &s); /* key spec o dns ips */
 	LCert *u = newcert(L);
 	if (!(u->c = ma_pki_ca_create(k, &s, &e))) return ma_push_err(L, &e);
@@ -427,7 +428,7 @@ static int l_sign_cert(lua_State *L)
 	ma_pki_key *k = checkkey(L, 1), *cakey = checkkey(L, 4);
 	ma_pki_cert *ca = checkcert(L, 3);
 	ma_pki_spec s;
-	ma_err e;
+	ma_err e = {0};
 	checkspec(L, 2, &s);
 	LCert *u = newcert(L);
 	if (!(u->c = ma_pki_cert_sign(k, &s, ca, cakey, &e))) return ma_push_err(L, &e);
@@ -437,7 +438,7 @@ static int l_sign_cert(lua_State *L)
 static int cert_pem(lua_State *L)
 {
 	ma_pki_cert *c = checkcert(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	Box *b = newbox(L, 0);
 	if (!(b->p = ma_pki_cert_pem(c, &len, &e))) return ma_push_err(L, &e);
@@ -447,7 +448,7 @@ static int cert_pem(lua_State *L)
 static int cert_info(lua_State *L)
 {
 	ma_pki_cert *c = checkcert(L, 1);
-	ma_err e;
+	ma_err e = {0};
 	ma_pki_info *in = newinfo(L);
 	if (ma_pki_cert_info(c, in, &e)) return ma_push_err(L, &e);
 	push_info(L, in, 0);
@@ -461,20 +462,20 @@ static int cert_verify(lua_State *L)
 	int check_time = 1;
 	lua_Integer at = 0;
 	size_t n = 0;
-	ma_err e;
+	ma_err e = {0};
 	if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
-		if (lua_getfield(L, 3, "check_time") != LUA_TNIL) check_time = lua_toboolean(L, -1);
-		lua_getfield(L, 3, "at");
+		if (lua_getfield(L, 3, "check_time") != LUA_TNIL) check_time = lua_toboolean(L, -1); /* ... opts ct */
+		lua_getfield(L, 3, "at"); /* ... opts ct at */
 		at = luaL_optinteger(L, -1, 0);
 		if (lua_getfield(L, 3, "intermediates") != LUA_TNIL) { /* opts ct at list */
 			luaL_checktype(L, -1, LUA_TTABLE);
 			n = lua_rawlen(L, -1);
 			inter = lua_newuserdatauv(L, (n + 1) * sizeof *inter, 0); /* ... list array */
 			for (size_t i = 0; i < n; i++) {
-				lua_rawgeti(L, -2, (lua_Integer)i + 1);
+				lua_rawgeti(L, -2, (lua_Integer)i + 1); /* ... list array cert */
 				inter[i] = checkcert(L, lua_gettop(L));
-				lua_pop(L, 1);
+				lua_pop(L, 1); /* ... list array */
 			}
 		}
 	}
@@ -485,21 +486,21 @@ static int cert_verify(lua_State *L)
 
 static int cert_covers(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	ma_pki_cert *c = checkcert(L, 1);
 	return push_check(L, ma_pki_cert_covers(c, luaL_checkstring(L, 2), &e), &e);
 }
 
 static int cert_matches(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	return push_check(L, ma_pki_key_matches_cert(checkkey(L, 2), checkcert(L, 1), &e), &e);
 }
 
 static int cert_pin(lua_State *L)
 {
 	char pin[72];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_cert_pin(checkcert(L, 1), pin, &e)) return ma_push_err(L, &e);
 	lua_pushstring(L, pin);
 	return 1;
@@ -534,7 +535,7 @@ static int l_create_csr(lua_State *L)
 {
 	ma_pki_key *k = checkkey(L, 1);
 	ma_pki_spec s;
-	ma_err e;
+	ma_err e = {0};
 	size_t len;
 	checkspec(L, 2, &s);
 	Box *b = newbox(L, 0);
@@ -547,7 +548,7 @@ static int l_parse_csr(lua_State *L)
 {
 	size_t len;
 	const char *pem = luaL_checklstring(L, 1, &len);
-	ma_err e;
+	ma_err e = {0};
 	LKey *u = newkey(L);         /* pem key */
 	ma_pki_info *in = newinfo(L); /* pem key info */
 	if (ma_pki_csr_parse(pem, len, in, &u->k, &e)) return ma_push_err(L, &e);
@@ -563,7 +564,7 @@ static int l_jws_sign(lua_State *L)
 	size_t len, n;
 	const char *content = luaL_checklstring(L, 1, &len);
 	const char *kid = luaL_checkstring(L, 2), *secret = luaL_checkstring(L, 3);
-	ma_err e;
+	ma_err e = {0};
 	Box *b = newbox(L, 0);
 	if (!(b->p = ma_pki_jws_sign(content, len, kid, secret, &n, &e))) return ma_push_err(L, &e);
 	return push_box(L, b, n);
@@ -575,7 +576,7 @@ static int l_jws_verify(lua_State *L)
 	const char *content = luaL_checklstring(L, 1, &len);
 	const char *kid = luaL_checkstring(L, 2), *secret = luaL_checkstring(L, 3);
 	const char *jws = luaL_checklstring(L, 4, &jlen);
-	ma_err e;
+	ma_err e = {0};
 	return push_check(L, ma_pki_jws_verify(content, len, kid, secret, jws, jlen, &e), &e);
 }
 
@@ -585,7 +586,7 @@ static int certkey(lua_State *L, int i, unsigned char key[32], size_t *n, ma_err
 	if (ma_pki_unhex(luaL_checkstring(L, i), key, 32, n, e)) {
 		char why[MA_ERRLEN];
 		snprintf(why, sizeof why, "%s", e->msg);
-		return ma_fail(e, "certificate key: %s", why);
+		return ma_fail_kind(e, e->kind, "certificate key: %s", why);
 	}
 	return 0;
 }
@@ -595,7 +596,7 @@ static int l_seal(lua_State *L)
 	unsigned char key[32];
 	size_t klen, len, n;
 	const char *pt = luaL_checklstring(L, 2, &len);
-	ma_err e;
+	ma_err e = {0};
 	Box *b = newbox(L, 0);
 	unsigned char *out = NULL;
 	int r = certkey(L, 1, key, &klen, &e) ? -1 : ma_pki_seal(key, klen, pt, len, &out, &n, &e);
@@ -610,7 +611,7 @@ static int l_open(lua_State *L)
 	unsigned char key[32];
 	size_t klen, len, n;
 	const char *ct = luaL_checklstring(L, 2, &len);
-	ma_err e;
+	ma_err e = {0};
 	Box *b = newbox(L, 1);
 	unsigned char *out = NULL;
 	int r = certkey(L, 1, key, &klen, &e) ? -1 : ma_pki_open(key, klen, ct, len, &out, &n, &e);
@@ -624,15 +625,15 @@ static int random_bytes(lua_State *L, int hex)
 {
 	lua_Integer n = luaL_checkinteger(L, 1);
 	luaL_argcheck(L, n >= 0 && n <= 1 << 20, 1, "must be between 0 and 1048576");
-	ma_err e;
+	ma_err e = {0};
 	luaL_Buffer buf;
-	unsigned char *p = (unsigned char *)luaL_buffinitsize(L, &buf, (size_t)n * (hex ? 3 : 1) + 1);
+	unsigned char *p = (unsigned char *)luaL_buffinitsize(L, &buf, (size_t)n * (hex ? 3 : 1) + 1); /* n (buffer) */
 	if (ma_pki_random(p, (size_t)n, &e)) return ma_push_err(L, &e);
 	if (hex) { /* encode from the tail of the buffer so that input and output do not overlap */
 		memmove(p + 2 * n + 1, p, (size_t)n);
 		ma_hex(p + 2 * n + 1, (size_t)n, (char *)p);
 	}
-	luaL_pushresultsize(&buf, (size_t)n * (hex ? 2 : 1));
+	luaL_pushresultsize(&buf, (size_t)n * (hex ? 2 : 1)); /* ... bytes */
 	return 1;
 }
 static int l_random_bytes(lua_State *L) { return random_bytes(L, 0); }
@@ -641,7 +642,7 @@ static int l_random_hex(lua_State *L) { return random_bytes(L, 1); }
 static int token_chars(lua_State *L, size_t n)
 {
 	char buf[17];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_token_chars(buf, n, &e)) return ma_push_err(L, &e);
 	lua_pushstring(L, buf);
 	return 1;
@@ -652,7 +653,7 @@ static int l_token_secret(lua_State *L) { return token_chars(L, 16); }
 static int l_certificate_key(lua_State *L)
 {
 	char hex[65];
-	ma_err e;
+	ma_err e = {0};
 	if (ma_pki_certificate_key(hex, &e)) return ma_push_err(L, &e);
 	lua_pushstring(L, hex);
 	OPENSSL_cleanse(hex, sizeof hex);
@@ -691,7 +692,7 @@ static void handle_type(lua_State *L, const char *name, const luaL_Reg *meta, co
 	lua_newtable(L); /* mt methods */
 	luaL_setfuncs(L, methods, 0);
 	lua_setfield(L, -2, "__index"); /* mt */
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 }
 
 int luaopen_moonadm_pki(lua_State *L)
@@ -699,19 +700,19 @@ int luaopen_moonadm_pki(lua_State *L)
 	ma_pki_choose_drbg(); /* before the first random byte: every key, signature and seal goes through here */
 	handle_type(L, KEY_MT, key_meta, key_methods);
 	handle_type(L, CERT_MT, cert_meta, cert_methods);
-	luaL_newmetatable(L, BOX_MT);
+	luaL_newmetatable(L, BOX_MT); /* box_mt */
 	lua_pushcfunction(L, box_gc);
-	lua_setfield(L, -2, "__gc");
-	luaL_newmetatable(L, INFO_MT);
+	lua_setfield(L, -2, "__gc"); /* box_mt */
+	luaL_newmetatable(L, INFO_MT); /* box_mt info_mt */
 	lua_pushcfunction(L, info_gc);
-	lua_setfield(L, -2, "__gc");
-	lua_pop(L, 2);
+	lua_setfield(L, -2, "__gc"); /* box_mt info_mt */
+	lua_pop(L, 2); /* ... */
 	luaL_newlib(L, fns); /* pki */
 	lua_newtable(L);     /* pki algorithms */
 	for (int i = 0; ma_pki_algorithms[i]; i++) {
-		lua_pushstring(L, ma_pki_algorithms[i]);
-		lua_rawseti(L, -2, i + 1);
+		lua_pushstring(L, ma_pki_algorithms[i]); /* pki algorithms name */
+		lua_rawseti(L, -2, i + 1); /* pki algorithms */
 	}
-	lua_setfield(L, -2, "algorithms");
+	lua_setfield(L, -2, "algorithms"); /* pki */
 	return 1;
 }

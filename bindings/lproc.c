@@ -1,5 +1,6 @@
 /* moonadm.proc: spawn (with log file, network namespace, private mounts), signal, wait, alive,
  * and run (spawn, wait, capture output). */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,44 +12,44 @@
 /* Strings from the spec table stay valid while the table is on the stack (argument 1). */
 static const char **string_list(lua_State *L, int tbl, const char *field, int required)
 {
-	if (lua_getfield(L, tbl, field) == LUA_TNIL) {
-		lua_pop(L, 1);
+	if (lua_getfield(L, tbl, field) == LUA_TNIL) { /* ... v */
+		lua_pop(L, 1); /* ... */
 		if (required)
 			luaL_error(L, "proc.spawn: %s is required", field);
 		return NULL;
 	}
-	luaL_checktype(L, -1, LUA_TTABLE);
+	luaL_checktype(L, -1, LUA_TTABLE); /* ... list */
 	lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
 	if (required && n == 0)
 		luaL_error(L, "proc.spawn: %s is empty", field);
 	/* A userdata keeps the array alive and is freed by the GC even if we raise below. */
-	const char **list = lua_newuserdatauv(L, sizeof(char *) * (size_t)(n + 1), 1);
-	lua_pushvalue(L, -2);
-	lua_setiuservalue(L, -2, 1); /* the userdata keeps the table (and its strings) alive */
+	const char **list = lua_newuserdatauv(L, sizeof(char *) * (size_t)(n + 1), 1); /* ... list array */
+	lua_pushvalue(L, -2); /* ... list array list */
+	lua_setiuservalue(L, -2, 1); /* ... list array (which keeps the list and its strings alive) */
 	for (lua_Integer i = 1; i <= n; i++) {
-		lua_rawgeti(L, -2, i);
+		lua_rawgeti(L, -2, i); /* ... list array s */
 		list[i - 1] = luaL_checkstring(L, -1);
-		lua_pop(L, 1);
+		lua_pop(L, 1); /* ... list array */
 	}
 	list[n] = NULL;
-	lua_rotate(L, -2, 1);
-	lua_pop(L, 1); /* leave the userdata on the stack */
+	lua_rotate(L, -2, 1); /* ... array list */
+	lua_pop(L, 1); /* ... array */
 	return list;
 }
 
 static const char *opt_field(lua_State *L, int tbl, const char *field)
 {
-	lua_getfield(L, tbl, field);
+	lua_getfield(L, tbl, field); /* ... v */
 	const char *s = lua_tostring(L, -1);
-	lua_pop(L, 1); /* strings in the table stay referenced by the table */
+	lua_pop(L, 1); /* ... (strings in the table stay referenced by the table) */
 	return s;
 }
 
 static int bool_field(lua_State *L, int tbl, const char *field)
 {
-	lua_getfield(L, tbl, field);
+	lua_getfield(L, tbl, field); /* ... v */
 	int b = lua_toboolean(L, -1);
-	lua_pop(L, 1);
+	lua_pop(L, 1); /* ... */
 	return b;
 }
 
@@ -63,12 +64,12 @@ static int do_spawn(lua_State *L, pid_t *pid, const char *log_override, ma_err *
 	s.netns = opt_field(L, 1, "netns");
 	s.new_session = bool_field(L, 1, "new_session");
 	s.die_with_parent = bool_field(L, 1, "die_with_parent");
-	if (lua_getfield(L, 1, "mounts") == LUA_TTABLE) {
+	if (lua_getfield(L, 1, "mounts") == LUA_TTABLE) { /* spec ... mounts */
 		int mt = lua_gettop(L);
 		int n = (int)lua_rawlen(L, mt);
-		struct ma_mount *m = lua_newuserdatauv(L, sizeof *m * (size_t)(n ? n : 1), 0);
+		struct ma_mount *m = lua_newuserdatauv(L, sizeof *m * (size_t)(n ? n : 1), 0); /* spec ... mounts array */
 		for (int i = 0; i < n; i++) {
-			lua_rawgeti(L, mt, i + 1);
+			lua_rawgeti(L, mt, i + 1); /* spec ... mounts array mount */
 			int it = lua_gettop(L);
 			const char *type = opt_field(L, it, "type");
 			m[i].type = type && strcmp(type, "tmpfs") == 0 ? MA_MOUNT_TMPFS : MA_MOUNT_BIND;
@@ -78,7 +79,7 @@ static int do_spawn(lua_State *L, pid_t *pid, const char *log_override, ma_err *
 			m[i].file = bool_field(L, it, "file");
 			if (!m[i].dst || (m[i].type == MA_MOUNT_BIND && !m[i].src))
 				return luaL_error(L, "proc.spawn: mount %d needs dst (and src for a bind)", i + 1);
-			lua_pop(L, 1);
+			lua_pop(L, 1); /* spec ... mounts array */
 		}
 		s.mounts = m;
 		s.nmounts = n;
@@ -90,7 +91,7 @@ static int do_spawn(lua_State *L, pid_t *pid, const char *log_override, ma_err *
 static int l_spawn(lua_State *L)
 {
 	pid_t pid;
-	ma_err e;
+	ma_err e = {0};
 	if (do_spawn(L, &pid, NULL, &e))
 		return ma_push_err(L, &e);
 	lua_pushinteger(L, pid);
@@ -115,7 +116,7 @@ static int checksig(lua_State *L, int i)
 
 static int l_signal(lua_State *L)
 {
-	ma_err e;
+	ma_err e = {0};
 	if (ma_proc_signal((pid_t)luaL_checkinteger(L, 1), checksig(L, 2), &e))
 		return ma_push_err(L, &e);
 	lua_pushboolean(L, 1);
@@ -126,7 +127,7 @@ static int l_signal(lua_State *L)
 static int l_wait(lua_State *L)
 {
 	int code = 0;
-	ma_err e;
+	ma_err e = {0};
 	int r = ma_proc_wait((pid_t)luaL_checkinteger(L, 1), lua_toboolean(L, 2), &code, NULL, &e);
 	if (r < 0)
 		return ma_push_err(L, &e);
@@ -142,7 +143,7 @@ static int l_wait_any(lua_State *L)
 {
 	pid_t pid = 0;
 	int code = 0;
-	ma_err e;
+	ma_err e = {0};
 	int r = ma_proc_wait_any(lua_toboolean(L, 1), &pid, &code, &e);
 	if (r < 0)
 		return ma_push_err(L, &e);
@@ -167,12 +168,14 @@ static int l_alive(lua_State *L)
 static int l_run(lua_State *L)
 {
 	char tmpl[] = "/tmp/moonadm-run-XXXXXX";
+	ma_err e = {0};
 	int fd = mkstemp(tmpl);
-	if (fd < 0)
-		return luaL_error(L, "proc.run: cannot create a temp file");
+	if (fd < 0) {
+		ma_fail_errno(&e, errno, "proc.run: cannot create a temp file in /tmp");
+		return ma_push_err(L, &e);
+	}
 	close(fd);
 	pid_t pid;
-	ma_err e;
 	if (do_spawn(L, &pid, tmpl, &e)) {
 		unlink(tmpl);
 		return ma_push_err(L, &e);
@@ -185,7 +188,7 @@ static int l_run(lua_State *L)
 	}
 	FILE *f = fopen(tmpl, "rb");
 	luaL_Buffer b;
-	luaL_buffinit(L, &b);
+	luaL_buffinit(L, &b); /* spec ... (buffer) */
 	if (f) {
 		char buf[4096];
 		size_t n;
@@ -194,9 +197,9 @@ static int l_run(lua_State *L)
 		fclose(f);
 	}
 	unlink(tmpl);
-	luaL_pushresult(&b);
-	lua_pushinteger(L, code);
-	lua_rotate(L, -2, 1); /* code, output */
+	luaL_pushresult(&b); /* spec ... output */
+	lua_pushinteger(L, code); /* spec ... output code */
+	lua_rotate(L, -2, 1); /* spec ... code output */
 	if (!bool_field(L, 1, "cpu_time"))
 		return 2;
 	lua_pushnumber(L, cpu_s);
@@ -207,7 +210,7 @@ int luaopen_moonadm_proc(lua_State *L)
 {
 	static const luaL_Reg fns[] = {{"spawn", l_spawn}, {"signal", l_signal}, {"wait", l_wait}, {"wait_any", l_wait_any},
 				       {"alive", l_alive}, {"run", l_run},       {NULL, NULL}};
-	luaL_newlib(L, fns);
+	luaL_newlib(L, fns); /* proc */
 	ma_guard_table(L, -1, NULL, NULL); /* a child process sees this run's pending writes */
 	return 1;
 }

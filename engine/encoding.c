@@ -40,11 +40,11 @@ int ma_base64_decode(const char *text, size_t n, unsigned char *out, size_t *out
 		unsigned char c = (unsigned char)text[i];
 		if (is_space(c)) continue;
 		if (c == '=') {
-			if (++pad > 2) return ma_fail(e, "base64: too much padding at offset %zu", i);
+			if (++pad > 2) return ma_fail_kind(e, "malformed", "base64: too much padding at offset %zu", i);
 			continue;
 		}
 		int v = b64_value(c);
-		if (v < 0 || pad) return ma_fail(e, "base64: invalid character at offset %zu", i);
+		if (v < 0 || pad) return ma_fail_kind(e, "malformed", "base64: invalid character at offset %zu", i);
 		acc = (acc << 6) | (unsigned)v;
 		bits += 6, digits++;
 		if (bits >= 8) {
@@ -53,8 +53,8 @@ int ma_base64_decode(const char *text, size_t n, unsigned char *out, size_t *out
 			acc &= (1u << bits) - 1;
 		}
 	}
-	if (digits % 4 == 1) return ma_fail(e, "base64: truncated input");
-	if (pad && (digits + (size_t)pad) % 4 != 0) return ma_fail(e, "base64: wrong padding");
+	if (digits % 4 == 1) return ma_fail_kind(e, "malformed", "base64: truncated input");
+	if (pad && (digits + (size_t)pad) % 4 != 0) return ma_fail_kind(e, "malformed", "base64: wrong padding");
 	*out_len = o;
 	return 0;
 }

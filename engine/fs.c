@@ -288,19 +288,12 @@ int ma_fs_group_end(ma_err *e)
 	return ma_fs_group_commit(e);
 }
 
-static int write_host(const char *host, const void *data, size_t len, mode_t mode, ma_err *e)
+/* Creates the temp file of an atomic write of host in dir, locked and with host's final mode: its
+ * descriptor (tmp holds its name), or -1 with e set. */
+static int create_temp(const char *host, const char *dir, const char *base, mode_t mode, char tmp[MA_PATH_MAX],
+		       ma_err *e)
 {
-	char dir[MA_PATH_MAX], tmp[MA_PATH_MAX];
-	snprintf(dir, sizeof dir, "%s", host);
-	char *slash = strrchr(dir, '/');
-	const char *base = slash ? slash + 1 : dir;
-	if (slash == dir)
-		dir[1] = '\0';
-	else if (slash)
-		*slash = '\0';
-	if (slash && mkdir_host(dir, 0755, e))
-		return -1;
-	if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", slash ? dir : ".", base) >= (int)sizeof tmp)
+	if (snprintf(tmp, MA_PATH_MAX, "%s/.%s.tmp-XXXXXX", dir, base) >= MA_PATH_MAX)
 		return ma_fail(e, "path too long: %s", host);
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
@@ -314,59 +307,90 @@ static int write_host(const char *host, const void *data, size_t len, mode_t mod
 		unlink(tmp);
 		return ma_fail_errno(e, err, "chmod %s", host);
 	}
-	MA_HOOK_FIRST_BYTE(fd, host);
+	return fd;
+}
+
+/* Writes all of data to fd: 0, or the errno of the write that failed. */
+static int write_all(int fd, const void *data, size_t len)
+{
 	const char *p = data;
-	size_t left = len;
-	while (left > 0) {
-		ssize_t w = write(fd, p, left);
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0) {
-			int err = errno;
-			close(fd);
-			unlink(tmp);
-			return ma_fail_errno(e, err, "write %s", host);
-		}
+		if (w < 0)
+			return errno;
 		p += w;
-		left -= (size_t)w;
+		len -= (size_t)w;
 	}
-	if (group_on) {
-		struct pending *p = pending_find(host);
-		char *tmp_copy = strdup(tmp), *host_copy = p ? NULL : strdup(host);
-		int oom = !tmp_copy || (!p && !host_copy);
-		if (!oom && !p && npend == GROUP_MAX && ma_fs_group_commit(e)) {
-			free(tmp_copy), free(host_copy);
-			close(fd);
-			unlink(tmp);
-			return -1;
-		}
-		if (oom || (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend)))) {
-			free(tmp_copy), free(host_copy);
-			close(fd);
-			unlink(tmp);
-			return ma_fail(e, "out of memory writing %s", host);
-		}
-		if (p) { /* rewritten: the newest bytes take the place of the first write */
-			close(p->fd);
-			unlink(p->tmp);
-			free(p->tmp);
-		} else {
-			p = &pend[npend++];
-			p->host = host_copy;
-		}
-		p->tmp = tmp_copy;
-		p->fd = fd;
-		return 0;
+	return 0;
+}
+
+/* Hands the written temp file of host (fd still open) to the group: a full group commits first; a
+ * rewrite of a pending file replaces its first temp file. On failure the temp file is gone. */
+static int group_add(const char *host, const char *tmp, int fd, ma_err *e)
+{
+	struct pending *p = pending_find(host);
+	char *tmp_copy = strdup(tmp), *host_copy = p ? NULL : strdup(host);
+	int oom = !tmp_copy || (!p && !host_copy);
+	if (!oom && !p && npend == GROUP_MAX && ma_fs_group_commit(e)) {
+		free(tmp_copy), free(host_copy);
+		close(fd);
+		unlink(tmp);
+		return -1;
 	}
+	if (oom || (!pend && !(pend = calloc(GROUP_MAX, sizeof *pend)))) {
+		free(tmp_copy), free(host_copy);
+		close(fd);
+		unlink(tmp);
+		return ma_fail(e, "out of memory writing %s", host);
+	}
+	if (p) { /* rewritten: the newest bytes take the place of the first write */
+		close(p->fd);
+		unlink(p->tmp);
+		free(p->tmp);
+	} else {
+		p = &pend[npend++];
+		p->host = host_copy;
+	}
+	p->tmp = tmp_copy;
+	p->fd = fd;
+	return 0;
+}
+
+static int write_host(const char *host, const void *data, size_t len, mode_t mode, ma_err *e)
+{
+	char dir[MA_PATH_MAX], tmp[MA_PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", host);
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : dir;
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	if (slash && mkdir_host(dir, 0755, e))
+		return -1;
+	int fd = create_temp(host, slash ? dir : ".", base, mode, tmp, e);
+	if (fd < 0)
+		return -1;
+	MA_HOOK_FIRST_BYTE(fd, host);
+	int err = write_all(fd, data, len);
+	if (err) {
+		close(fd);
+		unlink(tmp);
+		return ma_fail_errno(e, err, "write %s", host);
+	}
+	if (group_on)
+		return group_add(host, tmp, fd, e);
 	if (fsync(fd) != 0) {
-		int err = errno;
+		err = errno;
 		close(fd);
 		unlink(tmp);
 		return ma_fail_errno(e, err, "fsync %s", host);
 	}
 	close(fd);
 	if (rename(tmp, host) != 0) {
-		int err = errno;
+		err = errno;
 		unlink(tmp);
 		return ma_fail_errno(e, err, "rename into %s", host);
 	}

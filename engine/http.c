@@ -453,6 +453,122 @@ static struct curl_slist *slist_add(struct curl_slist *l, const char *s, int *oo
 	return n ? n : l;
 }
 
+/* The request's header list: "Expect:" (no 100-continue round trip), the credential, the caller's. */
+static struct curl_slist *request_headers(const ma_http *h, const ma_http_req *r, int *oom)
+{
+	struct curl_slist *hdrs = slist_add(NULL, "Expect:", oom);
+	if (h->auth)
+		hdrs = slist_add(hdrs, h->auth, oom);
+	for (size_t i = 0; r->headers && r->headers[i]; i++)
+		hdrs = slist_add(hdrs, r->headers[i], oom);
+	return hdrs;
+}
+
+/* Sets the options of one request on c (its URL, timeout, headers, sinks, method and body). */
+static CURLcode setup_request(ma_http *h, CURL *c, const ma_http_req *r, const char *method, const char *url,
+			      struct curl_slist *hdrs, struct xfer *x)
+{
+	CURLcode rc = setup_common(h, c);
+	long tmo = r->timeout_ms > 0 ? r->timeout_ms : r->timeout_ms < 0 ? 0 : h->timeout_ms;
+#define SET(opt, val) if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_TIMEOUT_MS, tmo);
+	SET(CURLOPT_HTTPHEADER, hdrs);
+	SET(CURLOPT_HEADERFUNCTION, on_header);
+	SET(CURLOPT_HEADERDATA, x);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_WRITEDATA, x);
+	if (strcmp(method, "HEAD") == 0) {
+		SET(CURLOPT_NOBODY, 1L);
+	} else if (r->body) {
+		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		SET(CURLOPT_POSTFIELDS, r->body);
+		SET(CURLOPT_CUSTOMREQUEST, method);
+	} else if (strcmp(method, "GET") == 0) {
+		SET(CURLOPT_HTTPGET, 1L);
+	} else {
+		SET(CURLOPT_CUSTOMREQUEST, method);
+	}
+#undef SET
+	return rc;
+}
+
+/* Fills e for a transfer that ended with rc (not CURLE_OK) or ran out of memory: a cap passed, memory,
+ * or curl's own reason (errbuf adds its detail), each with its class in e->code. Returns -1. */
+static int transfer_failed(ma_err *e, const struct xfer *x, CURLcode rc, const char *method, const char *url,
+			   const char *errbuf)
+{
+	if (x->hdr_over) {
+		ma_fail(e, "http: %s %s: the response headers exceed the limit of %zu bytes or %d lines: "
+			   "stopped reading", method, url, (size_t)MA_HTTP_MAX_HEADER_BYTES, MA_HTTP_MAX_HEADER_LINES);
+		e->code = MA_HTTP_ETOOLARGE;
+	} else if (x->body_over) {
+		char ann[64] = "";
+		if (x->body_over == 2)
+			snprintf(ann, sizeof ann, " (Content-Length %lld)", (long long)x->announced);
+		ma_fail(e, "http: %s %s: the response body is larger than the limit of %zu bytes%s: stopped reading "
+			   "(HTTP %ld)", method, url, x->max_body, ann, x->resp->status);
+		e->code = MA_HTTP_ETOOLARGE;
+	} else if (x->oom) {
+		ma_fail(e, "http: %s %s: out of memory", method, url);
+		e->code = MA_HTTP_EOTHER;
+	} else {
+		ma_fail(e, "http: %s %s: %s%s%s%s", method, url, curl_easy_strerror(rc), errbuf[0] ? " (" : "",
+			errbuf, errbuf[0] ? ")" : "");
+		e->code = classify(rc);
+	}
+	return -1;
+}
+
+#ifdef MA_TEST_HOOKS
+/* A mutating API call the server accepted (etcd's gateway calls count in etcd.c); a review
+ * (SelfSubjectAccessReview, TokenReview, ...) stores nothing, and a poll makes a variable
+ * number of them: not a mutation, so crash points stay the same from run to run. */
+static void hook_mutation(const ma_http_req *r, const char *method, const ma_http_resp *resp)
+{
+	if (resp->status < 400 && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
+	    !(r->path && strncmp(r->path, "/v3/", 4) == 0) &&
+	    !(r->path && strcmp(method, "POST") == 0 && strlen(r->path) >= 7 &&
+	      strcmp(r->path + strlen(r->path) - 7, "reviews") == 0)) {
+		char what[512];
+		snprintf(what, sizeof what, "%s %s %ld", method, r->path ? r->path : "/", resp->status);
+		MA_HOOK_MUTATION("api", what);
+	}
+}
+#endif
+
+/* The URL of r on h's server, after checking r's method (upper-case letters): NULL with e set. */
+static char *request_url(const ma_http *h, const ma_http_req *r, const char *method, ma_err *e)
+{
+	char *url = ma_http_url(h->server, r->path, r->query, e);
+	if (!url)
+		return NULL; /* e names the server and path */
+	for (const char *m = method; *m; m++)
+		if (!isupper((unsigned char)*m)) {
+			ma_fail(e, "http: %s %s: bad method", method, url);
+			e->code = MA_HTTP_EOPTS;
+			free(url);
+			return NULL;
+		}
+	return url;
+}
+
+/* Runs the set-up transfer on c and reads its status, time and connection reuse into resp. */
+static CURLcode perform(ma_http *h, CURL *c, int temp, ma_http_resp *resp)
+{
+	if (!temp)
+		h->busy = 1;
+	CURLcode rc = curl_easy_perform(c);
+	if (!temp)
+		h->busy = 0;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &resp->seconds);
+	long nconn = -1;
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &nconn);
+	resp->reused = nconn == 0;
+	return rc;
+}
+
 int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 {
 	ma_err scratch;
@@ -460,16 +576,9 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 		e = &scratch;
 	memset(resp, 0, sizeof *resp);
 	const char *method = r->method && *r->method ? r->method : "GET";
-	char *url = ma_http_url(h->server, r->path, r->query, e);
+	char *url = request_url(h, r, method, e);
 	if (!url)
-		return -1; /* e names the server and path */
-	for (const char *m = method; *m; m++)
-		if (!isupper((unsigned char)*m)) {
-			ma_fail(e, "http: %s %s: bad method", method, url);
-			e->code = MA_HTTP_EOPTS;
-			free(url);
-			return -1;
-		}
+		return -1;
 
 	CURL *c = h->curl;
 	int temp = 0;
@@ -486,36 +595,9 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 	}
 
 	struct xfer x = {.c = c, .resp = resp, .req = r, .max_body = r->max_body ? r->max_body : h->max_body};
-	struct curl_slist *hdrs = NULL;
 	int oom = 0;
-	hdrs = slist_add(hdrs, "Expect:", &oom);
-	if (h->auth)
-		hdrs = slist_add(hdrs, h->auth, &oom);
-	for (size_t i = 0; r->headers && r->headers[i]; i++)
-		hdrs = slist_add(hdrs, r->headers[i], &oom);
-
-	CURLcode rc = setup_common(h, c);
-	long tmo = r->timeout_ms > 0 ? r->timeout_ms : r->timeout_ms < 0 ? 0 : h->timeout_ms;
-#define SET(opt, val) if (rc == CURLE_OK) rc = curl_easy_setopt(c, opt, val)
-	SET(CURLOPT_URL, url);
-	SET(CURLOPT_TIMEOUT_MS, tmo);
-	SET(CURLOPT_HTTPHEADER, hdrs);
-	SET(CURLOPT_HEADERFUNCTION, on_header);
-	SET(CURLOPT_HEADERDATA, &x);
-	SET(CURLOPT_WRITEFUNCTION, on_body);
-	SET(CURLOPT_WRITEDATA, &x);
-	if (strcmp(method, "HEAD") == 0) {
-		SET(CURLOPT_NOBODY, 1L);
-	} else if (r->body) {
-		SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
-		SET(CURLOPT_POSTFIELDS, r->body);
-		SET(CURLOPT_CUSTOMREQUEST, method);
-	} else if (strcmp(method, "GET") == 0) {
-		SET(CURLOPT_HTTPGET, 1L);
-	} else {
-		SET(CURLOPT_CUSTOMREQUEST, method);
-	}
-#undef SET
+	struct curl_slist *hdrs = request_headers(h, r, &oom);
+	CURLcode rc = setup_request(h, c, r, method, url, hdrs, &x);
 	char errbuf[CURL_ERROR_SIZE] = "";
 	if (rc == CURLE_OK)
 		rc = curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
@@ -527,41 +609,11 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 		ret = -1;
 		goto out;
 	}
-	if (!temp)
-		h->busy = 1;
-	rc = curl_easy_perform(c);
-	if (!temp)
-		h->busy = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &resp->seconds);
-	long nconn = -1;
-	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &nconn);
-	resp->reused = nconn == 0;
-	if (rc == CURLE_WRITE_ERROR && resp->stopped && !x.oom) {
+	rc = perform(h, c, temp, resp);
+	if (rc == CURLE_WRITE_ERROR && resp->stopped && !x.oom)
 		rc = CURLE_OK; /* the sink said stop: a normal end */
-	}
-	if (rc != CURLE_OK || x.oom) {
-		if (x.hdr_over) {
-			ma_fail(e, "http: %s %s: the response headers exceed the limit of %zu bytes or %d lines: "
-				   "stopped reading", method, url, (size_t)MA_HTTP_MAX_HEADER_BYTES, MA_HTTP_MAX_HEADER_LINES);
-			e->code = MA_HTTP_ETOOLARGE;
-		} else if (x.body_over) {
-			char ann[64] = "";
-			if (x.body_over == 2)
-				snprintf(ann, sizeof ann, " (Content-Length %lld)", (long long)x.announced);
-			ma_fail(e, "http: %s %s: the response body is larger than the limit of %zu bytes%s: stopped reading "
-				   "(HTTP %ld)", method, url, x.max_body, ann, resp->status);
-			e->code = MA_HTTP_ETOOLARGE;
-		} else if (x.oom) {
-			ma_fail(e, "http: %s %s: out of memory", method, url);
-			e->code = MA_HTTP_EOTHER;
-		} else {
-			ma_fail(e, "http: %s %s: %s%s%s%s", method, url, curl_easy_strerror(rc), errbuf[0] ? " (" : "",
-				errbuf, errbuf[0] ? ")" : "");
-			e->code = classify(rc);
-		}
-		ret = -1;
-	}
+	if (rc != CURLE_OK || x.oom)
+		ret = transfer_failed(e, &x, rc, method, url, errbuf);
 	if (!resp->body && ret == 0) { /* always a NUL-terminated body */
 		resp->body = calloc(1, 1);
 		if (!resp->body) {
@@ -572,17 +624,8 @@ int ma_http_do(ma_http *h, const ma_http_req *r, ma_http_resp *resp, ma_err *e)
 	}
 out:
 #ifdef MA_TEST_HOOKS
-	/* a mutating API call the server accepted (etcd's gateway calls count in etcd.c); a review
-	 * (SelfSubjectAccessReview, TokenReview, ...) stores nothing, and a poll makes a variable
-	 * number of them: not a mutation, so crash points stay the same from run to run */
-	if (ret == 0 && resp->status < 400 && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 &&
-	    !(r->path && strncmp(r->path, "/v3/", 4) == 0) &&
-	    !(r->path && strcmp(method, "POST") == 0 && strlen(r->path) >= 7 &&
-	      strcmp(r->path + strlen(r->path) - 7, "reviews") == 0)) {
-		char what[512];
-		snprintf(what, sizeof what, "%s %s %ld", method, r->path ? r->path : "/", resp->status);
-		MA_HOOK_MUTATION("api", what);
-	}
+	if (ret == 0)
+		hook_mutation(r, method, resp);
 #endif
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);

@@ -16,7 +16,7 @@ struct p {
 static void *fail(struct p *p, const char *what)
 {
 	if (!p->failed)
-		ma_fail(p->e, "json: offset %zu: %s", p->i, what);
+		ma_fail_kind(p->e, "malformed", "json: offset %zu: %s", p->i, what);
 	p->failed = 1;
 	return NULL;
 }

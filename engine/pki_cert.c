@@ -342,8 +342,8 @@ int ma_pki_certs_read(const char *pem, size_t len, ma_pki_cert ***out, size_t *n
 		*out = v;
 	}
 	if (r == 0 && !*n) {
-		if (!blocks) ma_fail(e, "no PEM data found (expected a certificate)");
-		else ma_fail(e, "no certificate found in PEM data (found %s)", seen);
+		if (!blocks) ma_fail_kind(e, "malformed", "no PEM data found (expected a certificate)");
+		else ma_fail_kind(e, "malformed", "no certificate found in PEM data (found %s)", seen);
 		r = -1;
 	}
 	if (r < 0) {
@@ -609,7 +609,7 @@ int ma_pki_csr_parse(const char *pem, size_t len, ma_pki_info *in, ma_pki_key **
 	while ((r = ma_pki_pem_next(pem, len, &pos, &b, e)) == 1)
 		if (!strcmp(b.label, "CERTIFICATE REQUEST") || !strcmp(b.label, "NEW CERTIFICATE REQUEST")) break;
 	if (r < 0) return -1;
-	if (r == 0) return ma_fail(e, "no CERTIFICATE REQUEST found in PEM data");
+	if (r == 0) return ma_fail_kind(e, "malformed", "no CERTIFICATE REQUEST found in PEM data");
 	BIO *bio = BIO_new_mem_buf(b.start, (int)b.len);
 	X509_REQ *req = bio ? PEM_read_bio_X509_REQ(bio, NULL, NULL, NULL) : NULL;
 	BIO_free(bio);

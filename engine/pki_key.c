@@ -30,6 +30,7 @@ int ma_pki_sslfail(ma_err *e, const char *fmt, ...)
 		if (why && n >= 0 && (size_t)n < sizeof e->msg)
 			snprintf(e->msg + n, sizeof e->msg - (size_t)n, ": %s", why);
 		e->code = 0;
+		e->kind = "openssl"; /* the library refused: its reason is in the message */
 	}
 	ERR_clear_error();
 	return -1;
@@ -64,13 +65,13 @@ int ma_pki_pem_next(const char *s, size_t len, size_t *pos, ma_pem_block *b, ma_
 	const char *lab = p + sizeof begin - 1, *dash = memmem(lab, (size_t)(end - lab), "-----", 5);
 	const char *nl = memchr(lab, '\n', (size_t)(end - lab));
 	if (!dash || (nl && nl < dash) || (size_t)(dash - lab) >= sizeof b->label)
-		return ma_fail(e, "malformed PEM: BEGIN line at offset %zu has no label", (size_t)(p - s));
+		return ma_fail_kind(e, "malformed", "malformed PEM: BEGIN line at offset %zu has no label", (size_t)(p - s));
 	memcpy(b->label, lab, (size_t)(dash - lab));
 	b->label[dash - lab] = '\0';
 	char endline[96];
 	int n = snprintf(endline, sizeof endline, "-----END %s-----", b->label);
 	const char *q = memmem(dash + 5, (size_t)(end - dash - 5), endline, (size_t)n);
-	if (!q) return ma_fail(e, "truncated PEM: \"BEGIN %s\" has no END line", b->label);
+	if (!q) return ma_fail_kind(e, "malformed", "truncated PEM: \"BEGIN %s\" has no END line", b->label);
 	b->start = p;
 	b->len = (size_t)(q + n - p);
 	*pos = (size_t)(q + n - s);
@@ -258,7 +259,7 @@ static int rsa_or_ec(EVP_PKEY *k, const char *what, ma_err *e)
 {
 	int id = EVP_PKEY_get_base_id(k);
 	if (id == EVP_PKEY_RSA || id == EVP_PKEY_EC) return 0;
-	return ma_fail(e, "%s is neither in RSA nor ECDSA format (%s)", what, OBJ_nid2sn(id));
+	return ma_fail_kind(e, "unsupported", "%s is neither in RSA nor ECDSA format (%s)", what, OBJ_nid2sn(id));
 }
 
 static int is_private_label(const char *l)
@@ -278,7 +279,7 @@ static EVP_PKEY *read_key(const char *pem, size_t len, int want_pub, ma_err *e)
 		int priv = is_private_label(b.label);
 		int pub = want_pub && (!strcmp(b.label, "PUBLIC KEY") || !strcmp(b.label, "RSA PUBLIC KEY"));
 		if (!strcmp(b.label, "ENCRYPTED PRIVATE KEY")) {
-			ma_fail(e, "encrypted private keys are not supported");
+			ma_fail_kind(e, "unsupported", "encrypted private keys are not supported");
 			return NULL;
 		}
 		if (!priv && !pub) {
@@ -318,8 +319,8 @@ static EVP_PKEY *read_key(const char *pem, size_t len, int want_pub, ma_err *e)
 		return k;
 	}
 	if (r == 0) {
-		if (!blocks) ma_fail(e, "no PEM data found (expected a %s key)", want_pub ? "public" : "private");
-		else ma_fail(e, "no %s key found in PEM data (found %s)", want_pub ? "public" : "private", seen);
+		if (!blocks) ma_fail_kind(e, "malformed", "no PEM data found (expected a %s key)", want_pub ? "public" : "private");
+		else ma_fail_kind(e, "malformed", "no %s key found in PEM data (found %s)", want_pub ? "public" : "private", seen);
 	}
 	return NULL;
 }

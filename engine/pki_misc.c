@@ -25,11 +25,12 @@ static int nibble(char c)
 int ma_pki_unhex(const char *hex, unsigned char *out, size_t cap, size_t *n, ma_err *e)
 {
 	size_t len = strlen(hex);
-	if (len % 2) return ma_fail(e, "invalid hex: odd length %zu", len);
-	if (len / 2 > cap) return ma_fail(e, "invalid hex: %zu bytes, at most %zu expected", len / 2, cap);
+	if (len % 2) return ma_fail_kind(e, "malformed", "invalid hex: odd length %zu", len);
+	if (len / 2 > cap) return ma_fail_kind(e, "malformed", "invalid hex: %zu bytes, at most %zu expected", len / 2, cap);
 	for (size_t i = 0; i < len / 2; i++) {
 		int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0) return ma_fail(e, "invalid hex: bad digit at offset %zu", 2 * i + (hi < 0 ? 0 : 1));
+		if (hi < 0 || lo < 0)
+			return ma_fail_kind(e, "malformed", "invalid hex: bad digit at offset %zu", 2 * i + (hi < 0 ? 0 : 1));
 		out[i] = (unsigned char)(hi << 4 | lo);
 	}
 	*n = len / 2;

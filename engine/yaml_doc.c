@@ -379,26 +379,26 @@ static int count_nodes(struct parser *p, size_t made, size_t aliased, size_t byt
 {
 	size_t nodes = p->st.nodes + made, alias = p->st.alias_nodes + aliased;
 	if (alias > 100 && nodes > 1000 && (double)alias / (double)nodes > allowed_alias_ratio(nodes))
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: document contains excessive aliasing: %zu of its %zu nodes would be copies made "
 			       "by aliases (kubeadm refuses it the same way); write the values out instead of "
 			       "repeating anchors of anchors",
 			       p->name, line, col, alias, nodes);
 	if (nodes > p->lim.max_nodes)
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: more than %zu YAML nodes (aliases expanded): moonadm decodes at most %zu "
 			       "nodes per stream; split the input or use fewer aliases",
 			       p->name, line, col, p->lim.max_nodes, p->lim.max_nodes);
 	/* st.scalar_bytes never passes the budget, so the subtraction cannot wrap */
 	if (bytes > p->lim.max_scalar_bytes - p->st.scalar_bytes) {
 		if (alias_name)
-			return ma_fail(p->e,
+			return ma_fail_kind(p->e, "too_large",
 				       "%s:%d:%d: document contains excessive aliasing: the alias *%s would copy %zu bytes "
 				       "of text, past the %zu bytes (%zu MiB) of scalars moonadm decodes per stream, "
 				       "aliases expanded; write the values out instead of repeating large anchors",
 				       p->name, line, col, alias_name, bytes, p->lim.max_scalar_bytes,
 				       p->lim.max_scalar_bytes >> 20);
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: more than %zu bytes (%zu MiB) of scalars, aliases expanded: moonadm decodes "
 			       "at most that per stream; split the input",
 			       p->name, line, col, p->lim.max_scalar_bytes, p->lim.max_scalar_bytes >> 20);
@@ -431,8 +431,8 @@ static int key_equal(const ma_ynode *a, const ma_ynode *b)
 
 static int duplicate(struct parser *p, const ma_ynode *n, const ma_ynode *first)
 {
-	return ma_fail(p->e, "%s:%d:%d: duplicate key \"%s\" (first at line %d)", p->name, n->line, n->col, n->s,
-		       first->line);
+	return ma_fail_kind(p->e, "malformed", "%s:%d:%d: duplicate key \"%s\" (first at line %d)", p->name, n->line,
+			    n->col, n->s, first->line);
 }
 
 /* Checks a new key n of the mapping in frame f: the keys budget, then duplicates (string keys),
@@ -442,7 +442,7 @@ static int check_key(struct parser *p, struct frame *f, const ma_ynode *n)
 	ma_ynode *top = f->node;
 	size_t nkeys = top->n / 2;
 	if (nkeys >= p->lim.max_keys)
-		return ma_fail(p->e,
+		return ma_fail_kind(p->e, "too_large",
 			       "%s:%d:%d: the mapping that starts at line %d has more than %zu keys: moonadm decodes at "
 			       "most %zu keys per mapping; split the data",
 			       p->name, n->line, n->col, top->line, p->lim.max_keys, p->lim.max_keys);
@@ -501,7 +501,7 @@ static int attach(struct parser *p, ma_ynode *n)
 		if (n->type == MA_Y_MAP || n->type == MA_Y_SEQ) {
 			int line = n->line, col = n->col;
 			ma_ynode_free(n);
-			return ma_fail(p->e, "%s:%d:%d: a mapping key must be a scalar", p->name, line, col);
+			return ma_fail_kind(p->e, "malformed", "%s:%d:%d: a mapping key must be a scalar", p->name, line, col);
 		}
 		if (check_key(p, f, n)) {
 			ma_ynode_free(n);
@@ -559,13 +559,13 @@ static void libyaml_error(struct parser *p, const yaml_parser_t *yp, const char 
 		if (yp->problem_value >= 0)
 			snprintf(value, sizeof value, " 0x%02x", (unsigned)yp->problem_value);
 		if (utf16) {
-			ma_fail(p->e, "%s: byte %zu: %s%s: the file is not valid UTF-16; write YAML as UTF-8", p->name,
+			ma_fail_kind(p->e, "malformed", "%s: byte %zu: %s%s: the file is not valid UTF-16; write YAML as UTF-8", p->name,
 				yp->problem_offset, problem, value);
 			return;
 		}
 		size_t line, col;
 		mark_of_offset(text, len, yp->problem_offset, &line, &col);
-		ma_fail(p->e, "%s:%zu:%zu: %s%s (byte %zu): YAML must be UTF-8 text without control characters",
+		ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s%s (byte %zu): YAML must be UTF-8 text without control characters",
 			p->name, line, col, problem, value, yp->problem_offset);
 		return;
 	}
@@ -573,15 +573,16 @@ static void libyaml_error(struct parser *p, const yaml_parser_t *yp, const char 
 	case YAML_PARSER_ERROR:
 		if (yp->context && (yp->context_mark.line != yp->problem_mark.line ||
 				    yp->context_mark.column != yp->problem_mark.column))
-			ma_fail(p->e, "%s:%zu:%zu: %s %s that starts at %zu:%zu", p->name, yp->problem_mark.line + 1,
+			ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s %s that starts at %zu:%zu", p->name, yp->problem_mark.line + 1,
 				yp->problem_mark.column + 1, problem, yp->context, yp->context_mark.line + 1,
 				yp->context_mark.column + 1);
 		else
-			ma_fail(p->e, "%s:%zu:%zu: %s%s%s", p->name, yp->problem_mark.line + 1,
+			ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s%s%s", p->name, yp->problem_mark.line + 1,
 				yp->problem_mark.column + 1, problem, yp->context ? " " : "", yp->context ? yp->context : "");
 		return;
 	default:
-		ma_fail(p->e, "%s:%zu:%zu: %s", p->name, yp->problem_mark.line + 1, yp->problem_mark.column + 1, problem);
+		ma_fail_kind(p->e, "malformed", "%s:%zu:%zu: %s", p->name, yp->problem_mark.line + 1,
+			     yp->problem_mark.column + 1, problem);
 		return;
 	}
 }
@@ -596,29 +597,162 @@ ma_ynode *ma_yaml_parse(const char *text, size_t len, const char *name, ma_err *
 	return ma_yaml_parse_ex(text, len, name, NULL, NULL, e);
 }
 
+/* One event of the stream, at line:col: the node it makes is checked against the budgets and attached
+ * to the open container (or opens one). 0, or -1 with p->e set. */
+static int on_scalar(struct parser *p, const yaml_event_t *ev, int line, int col)
+{
+	const char *s = (const char *)ev->data.scalar.value;
+	if (count_nodes(p, 1, 0, ev->data.scalar.length, NULL, line, col))
+		return -1;
+	ma_ynode *n = ma_ynode_str(s, ev->data.scalar.length);
+	if (!n)
+		return oom(p);
+	n->line = line, n->col = col;
+	int str_tag = ev->data.scalar.tag && !strcmp((const char *)ev->data.scalar.tag, YAML_STR_TAG);
+	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !str_tag)
+		resolve_plain(n, s, ev->data.scalar.length);
+	if (remember_anchor(p, ev->data.scalar.anchor, n)) {
+		ma_ynode_free(n);
+		return -1;
+	}
+	return attach(p, n);
+}
+
+static int on_open(struct parser *p, const yaml_event_t *ev, int line, int col)
+{
+	int seq = ev->type == YAML_SEQUENCE_START_EVENT;
+	if (p->depth > p->lim.max_depth)
+		return ma_fail_kind(p->e, "too_large",
+				    "%s:%d:%d: mappings and sequences nested more than %zu deep: moonadm decodes at "
+				    "most %zu levels; flatten the document",
+				    p->name, line, col, p->lim.max_depth, p->lim.max_depth);
+	if (count_nodes(p, 1, 0, 0, NULL, line, col))
+		return -1;
+	ma_ynode *n = ma_ynode_new(seq ? MA_Y_SEQ : MA_Y_MAP);
+	if (!n)
+		return oom(p);
+	n->line = line, n->col = col;
+	if (remember_anchor(p, seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor, n)) {
+		ma_ynode_free(n);
+		return -1;
+	}
+	p->stack[p->depth].node = n;
+	memset(&p->stack[p->depth].keys, 0, sizeof p->stack[p->depth].keys);
+	p->depth++;
+	if (p->depth - 1 > p->st.max_depth)
+		p->st.max_depth = p->depth - 1;
+	return 0;
+}
+
+static int on_close(struct parser *p)
+{
+	p->depth--;
+	ma_ynode *n = p->stack[p->depth].node;
+	free(p->stack[p->depth].keys.slot);
+	p->stack[p->depth].keys.slot = NULL;
+	return attach(p, n);
+}
+
+static int on_alias(struct parser *p, const yaml_event_t *ev, int line, int col)
+{
+	const char *a = (const char *)ev->data.alias.anchor;
+	ma_ynode *target = find_anchor(p, a);
+	if (!target)
+		return ma_fail_kind(p->e, "malformed",
+				    "%s:%d:%d: unknown anchor \"%s\": define it (&%s) before its alias *%s", p->name, line,
+				    col, a, a, a);
+	/* Refuse before copying: the copy's size and depth are known from the target. */
+	size_t size = 0, bytes = 0, room = p->lim.max_nodes - p->st.nodes;
+	size_t height = measure(target, &size, &bytes, room < ((size_t)-1) ? room + 1 : room);
+	if (p->depth - 1 + height > p->lim.max_depth)
+		return ma_fail_kind(p->e, "too_large",
+				    "%s:%d:%d: the alias *%s nests mappings and sequences more than %zu deep: "
+				    "moonadm decodes at most %zu levels; flatten the document",
+				    p->name, line, col, a, p->lim.max_depth, p->lim.max_depth);
+	if (count_nodes(p, size, size, bytes, a, line, col))
+		return -1;
+	ma_ynode *n = copy_node(target);
+	if (!n)
+		return oom(p);
+	if (p->depth - 1 + height > p->st.max_depth)
+		p->st.max_depth = p->depth - 1 + height;
+	return attach(p, n);
+}
+
+/* The limits of a parse: lim's non-zero fields over the defaults, the depth capped for the C stack. */
+static ma_yaml_limits parse_limits(const ma_yaml_limits *lim)
+{
+	ma_yaml_limits l = ma_yaml_default_limits();
+	if (lim) {
+		l.max_bytes = or_default(lim->max_bytes, l.max_bytes);
+		l.max_nodes = or_default(lim->max_nodes, l.max_nodes);
+		l.max_depth = or_default(lim->max_depth, l.max_depth);
+		l.max_keys = or_default(lim->max_keys, l.max_keys);
+		l.max_scalar_bytes = or_default(lim->max_scalar_bytes, l.max_scalar_bytes);
+	}
+	if (l.max_depth > ((size_t)1 << 20))
+		l.max_depth = (size_t)1 << 20; /* the C recursion over a tree must fit the stack */
+	return l;
+}
+
+/* Reads the stream's events into the open containers of p until its end: 1, or 0 with p->e set. */
+static int parse_events(struct parser *p, yaml_parser_t *yp, const char *text, size_t len)
+{
+	for (;;) {
+		yaml_event_t ev;
+		if (!yaml_parser_parse(yp, &ev)) {
+			libyaml_error(p, yp, text, len);
+			return 0;
+		}
+		int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
+		int rc = 0, done = 0;
+		switch (ev.type) {
+		case YAML_STREAM_END_EVENT: done = 1; break;
+		case YAML_SCALAR_EVENT: rc = on_scalar(p, &ev, line, col); break;
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT: rc = on_open(p, &ev, line, col); break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT: rc = on_close(p); break;
+		case YAML_ALIAS_EVENT: rc = on_alias(p, &ev, line, col); break;
+		default: break; /* an empty document ("---" alone) is a null document */
+		}
+		yaml_event_delete(&ev);
+		if (rc)
+			return 0;
+		if (done)
+			return 1;
+	}
+}
+
+/* Frees what the parser holds: containers still open after an error (attached to nothing yet), the
+ * stack and the anchors. */
+static void parser_free(struct parser *p)
+{
+	while (p->depth > 1) {
+		p->depth--;
+		free(p->stack[p->depth].keys.slot);
+		ma_ynode_free(p->stack[p->depth].node);
+	}
+	free(p->stack);
+	for (size_t i = 0; i < p->nanchors; i++)
+		free(p->anchors[i].name);
+	free(p->anchors);
+	free(p->anchorset.slot);
+}
+
 ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const ma_yaml_limits *lim,
 			   ma_yaml_stats *st, ma_err *e)
 {
 	yaml_parser_t yp;
-	yaml_event_t ev;
-	struct parser p = {.name = name ? name : "<yaml>", .e = e};
-	p.lim = ma_yaml_default_limits();
-	if (lim) {
-		p.lim.max_bytes = or_default(lim->max_bytes, p.lim.max_bytes);
-		p.lim.max_nodes = or_default(lim->max_nodes, p.lim.max_nodes);
-		p.lim.max_depth = or_default(lim->max_depth, p.lim.max_depth);
-		p.lim.max_keys = or_default(lim->max_keys, p.lim.max_keys);
-		p.lim.max_scalar_bytes = or_default(lim->max_scalar_bytes, p.lim.max_scalar_bytes);
-	}
+	struct parser p = {.name = name ? name : "<yaml>", .e = e, .lim = parse_limits(lim)};
 	if (st)
 		memset(st, 0, sizeof *st);
 	if (len > p.lim.max_bytes) {
-		ma_fail(e, "%s: %zu bytes of YAML, more than the %zu moonadm decodes (%zu MiB); is it the right file?",
-			p.name, len, p.lim.max_bytes, p.lim.max_bytes >> 20);
+		ma_fail_kind(e, "too_large",
+			     "%s: %zu bytes of YAML, more than the %zu moonadm decodes (%zu MiB); is it the right file?",
+			     p.name, len, p.lim.max_bytes, p.lim.max_bytes >> 20);
 		return NULL;
 	}
-	if (p.lim.max_depth > ((size_t)1 << 20))
-		p.lim.max_depth = (size_t)1 << 20; /* the C recursion over a tree must fit the stack */
 	ma_ynode *docs = ma_ynode_new(MA_Y_SEQ);
 	p.stack = calloc(p.lim.max_depth + 1, sizeof *p.stack);
 	if (!docs || !p.stack || !yaml_parser_initialize(&yp)) {
@@ -630,131 +764,8 @@ ma_ynode *ma_yaml_parse_ex(const char *text, size_t len, const char *name, const
 	docs->line = docs->col = 1;
 	yaml_parser_set_input_string(&yp, (const unsigned char *)text, len);
 	p.stack[p.depth++].node = docs;
-	int ok = 0, done = 0;
-	while (!done) {
-		if (!yaml_parser_parse(&yp, &ev)) {
-			libyaml_error(&p, &yp, text, len);
-			break;
-		}
-		int line = (int)ev.start_mark.line + 1, col = (int)ev.start_mark.column + 1;
-		int rc = 0;
-		ma_ynode *n = NULL;
-		switch (ev.type) {
-		case YAML_STREAM_END_EVENT:
-			done = ok = 1;
-			break;
-		case YAML_SCALAR_EVENT: {
-			const char *s = (const char *)ev.data.scalar.value;
-			rc = count_nodes(&p, 1, 0, ev.data.scalar.length, NULL, line, col);
-			if (rc)
-				break;
-			n = ma_ynode_str(s, ev.data.scalar.length);
-			if (!n) {
-				rc = oom(&p);
-				break;
-			}
-			n->line = line, n->col = col;
-			int str_tag = ev.data.scalar.tag && !strcmp((const char *)ev.data.scalar.tag, YAML_STR_TAG);
-			if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !str_tag)
-				resolve_plain(n, s, ev.data.scalar.length);
-			rc = remember_anchor(&p, ev.data.scalar.anchor, n);
-			if (rc)
-				ma_ynode_free(n);
-			else
-				rc = attach(&p, n);
-			break;
-		}
-		case YAML_SEQUENCE_START_EVENT:
-		case YAML_MAPPING_START_EVENT:
-			if (p.depth > p.lim.max_depth) {
-				rc = ma_fail(e,
-					     "%s:%d:%d: mappings and sequences nested more than %zu deep: moonadm decodes at "
-					     "most %zu levels; flatten the document",
-					     p.name, line, col, p.lim.max_depth, p.lim.max_depth);
-				break;
-			}
-			rc = count_nodes(&p, 1, 0, 0, NULL, line, col);
-			if (rc)
-				break;
-			n = ma_ynode_new(ev.type == YAML_SEQUENCE_START_EVENT ? MA_Y_SEQ : MA_Y_MAP);
-			if (!n) {
-				rc = oom(&p);
-				break;
-			}
-			n->line = line, n->col = col;
-			rc = remember_anchor(&p, ev.type == YAML_SEQUENCE_START_EVENT ? ev.data.sequence_start.anchor
-										     : ev.data.mapping_start.anchor,
-					     n);
-			if (rc) {
-				ma_ynode_free(n);
-				break;
-			}
-			p.stack[p.depth].node = n;
-			memset(&p.stack[p.depth].keys, 0, sizeof p.stack[p.depth].keys);
-			p.depth++;
-			if (p.depth - 1 > p.st.max_depth)
-				p.st.max_depth = p.depth - 1;
-			break;
-		case YAML_SEQUENCE_END_EVENT:
-		case YAML_MAPPING_END_EVENT:
-			p.depth--;
-			n = p.stack[p.depth].node;
-			free(p.stack[p.depth].keys.slot);
-			p.stack[p.depth].keys.slot = NULL;
-			rc = attach(&p, n);
-			break;
-		case YAML_ALIAS_EVENT: {
-			const char *a = (const char *)ev.data.alias.anchor;
-			ma_ynode *target = find_anchor(&p, a);
-			if (!target) {
-				rc = ma_fail(e, "%s:%d:%d: unknown anchor \"%s\": define it (&%s) before its alias *%s", p.name,
-					     line, col, a, a, a);
-				break;
-			}
-			/* Refuse before copying: the copy's size and depth are known from the target. */
-			size_t size = 0, bytes = 0, room = p.lim.max_nodes - p.st.nodes;
-			size_t height = measure(target, &size, &bytes, room < ((size_t)-1) ? room + 1 : room);
-			if (p.depth - 1 + height > p.lim.max_depth) {
-				rc = ma_fail(e,
-					     "%s:%d:%d: the alias *%s nests mappings and sequences more than %zu deep: "
-					     "moonadm decodes at most %zu levels; flatten the document",
-					     p.name, line, col, a, p.lim.max_depth, p.lim.max_depth);
-				break;
-			}
-			rc = count_nodes(&p, size, size, bytes, a, line, col);
-			if (rc)
-				break;
-			n = copy_node(target);
-			if (!n) {
-				rc = oom(&p);
-				break;
-			}
-			if (p.depth - 1 + height > p.st.max_depth)
-				p.st.max_depth = p.depth - 1 + height;
-			rc = attach(&p, n);
-			break;
-		}
-		case YAML_DOCUMENT_END_EVENT:
-			/* An empty document ("---" alone) is a null document. */
-			break;
-		default:
-			break;
-		}
-		yaml_event_delete(&ev);
-		if (rc)
-			break;
-	}
-	/* Free containers still open after an error (they are not yet attached to anything). */
-	while (p.depth > 1) {
-		p.depth--;
-		free(p.stack[p.depth].keys.slot);
-		ma_ynode_free(p.stack[p.depth].node);
-	}
-	free(p.stack);
-	for (size_t i = 0; i < p.nanchors; i++)
-		free(p.anchors[i].name);
-	free(p.anchors);
-	free(p.anchorset.slot);
+	int ok = parse_events(&p, &yp, text, len);
+	parser_free(&p);
 	yaml_parser_delete(&yp);
 	if (st)
 		*st = p.st;

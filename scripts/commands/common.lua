@@ -35,10 +35,10 @@ function M.take_root(flags, opts)
       created[#created + 1] = d[1]
     end
   end
-  local h, lerr, pid = fs.lock(M.LOCK)
+  local h, lerr, code, pid = fs.lock(M.LOCK)
   if not h then
     for i = #created, 1, -1 do fs.remove(created[i]) end
-    if pid then
+    if code == "locked" then
       error(("another moonadm (pid %s) is working on this root (%s): wait for it to finish, or stop it " ..
         "(kill %s) and run this again (with --resume for init/join); the lock is %s"):format(
         pid > 0 and tostring(pid) or "unknown", root, pid > 0 and tostring(pid) or "<pid>", fs.path(M.LOCK)), 0)
