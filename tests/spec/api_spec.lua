@@ -10,12 +10,7 @@ local log = require "framework.log"
 local fixture = helpers.top .. "/tests/fixtures/apiserver.sh"
 local labbin = (os.getenv("MOONADM_LAB_BIN") or (helpers.top .. "/.lab/bin")) .. "/kube-apiserver"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), out
-end
+local sh = helpers.sh
 
 local CM = { apiVersion = "v1", kind = "ConfigMap" }
 local function cm(name, data, labels)

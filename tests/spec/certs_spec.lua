@@ -3,14 +3,7 @@
 local pki = require "moonadm.pki"
 local helpers = require "helpers"
 
-local q = helpers.q
-
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), out
-end
+local q, sh, snapshot = helpers.q, helpers.sh, helpers.snapshot
 
 local CFG = [[
 apiVersion: kubeadm.k8s.io/v1beta4
@@ -47,18 +40,6 @@ end
 local function pkipath(root, f) return root .. "/etc/kubernetes/pki/" .. f end
 local function info(root, f) return assert(pki.read_cert(assert(helpers.read(pkipath(root, f))))):info() end
 
--- Every file under root (path, mode, sha256), sorted: to assert that nothing changed.
-local function snapshot(root)
-  local p = io.popen("cd " .. q(root) .. " && find . -printf '%P %m %y\\n' | sort")
-  local out = {}
-  for line in p:lines() do
-    local path, _, ty = line:match("^(%S*) (%d+) (%a)$")
-    if ty == "f" then line = line .. " " .. helpers.sha256(helpers.read(root .. "/" .. path)) end
-    out[#out + 1] = line
-  end
-  p:close()
-  return table.concat(out, "\n")
-end
 
 describe("init phase certs", function()
   local dir, root, cfg, out

@@ -9,12 +9,7 @@ local endpoints = require "etcd.endpoints"
 local fixture = helpers.top .. "/tests/fixtures/etcd.sh"
 local labbin = (os.getenv("MOONADM_LAB_BIN") or (helpers.top .. "/.lab/bin")) .. "/etcd"
 
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), out
-end
+local sh = helpers.sh
 
 local function readf(p)
   local f = assert(io.open(p, "rb"))

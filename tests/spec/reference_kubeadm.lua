@@ -37,11 +37,6 @@ function M.require(release)
   end
 end
 
-local function sh(cmd)
-  local ok = os.execute(cmd)
-  assert(ok, "command failed: " .. cmd)
-end
-
 -- Every file and directory under dir: {[relpath] = {type = "file"|"dir", mode = "600", data = ...}}.
 function M.snapshot(dir, skip)
   local out = {}
@@ -79,7 +74,7 @@ function M.run_kubeadm(config, phases, scratch, opts)
   local root = scratch .. "/kubeadm"
   local mounts = {}
   for _, d in ipairs(M.BIND_DIRS) do
-    sh("mkdir -p " .. h.q(root .. d))
+    h.sh_ok("mkdir -p " .. h.q(root .. d))
     mounts[#mounts + 1] = { type = "bind", src = root .. d, dst = d }
   end
   local outs = {}
@@ -102,8 +97,8 @@ end
 function M.run_moonadm(config, phases, scratch, opts)
   opts = opts or {}
   local root = scratch .. "/moonadm"
-  sh("mkdir -p " .. h.q(root))
-  for _, d in ipairs(opts.mkdirs or {}) do sh("mkdir -p " .. h.q(root .. d)) end
+  h.sh_ok("mkdir -p " .. h.q(root))
+  for _, d in ipairs(opts.mkdirs or {}) do h.sh_ok("mkdir -p " .. h.q(root .. d)) end
   local outs = {}
   for i, args in ipairs(phases) do
     if type(args) == "number" then os.execute("sleep " .. args); goto next end
