@@ -1,6 +1,7 @@
 -- Shared lab fixtures for the e2e specs: one 1-node lab and one HA lab per test run, started on
--- first use and reused by every spec that only reads. tests/run.sh takes them down at the end
--- (also on failure or interruption); `lab up` itself cleans a stale lab left by a killed run.
+-- first use and reused by every spec that only reads. tests/busted.sh takes them down at the end
+-- with every other lab the run brought up (also on failure or interruption); `lab up` itself
+-- cleans a stale lab left by a killed run. Also what several e2e specs read: a lab's state, a node.
 local cjson = require "cjson"
 local h = require "helpers"
 

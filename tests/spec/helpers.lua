@@ -29,9 +29,28 @@ function M.rmrf(dir)
   os.execute("rm -rf " .. sh_quote(dir))
 end
 
+-- A `lab up` is recorded, before it starts, in the file MOONADM_E2E_LABS names (a line "NAME" or
+-- "NAME<TAB>DIR"): tests/busted.sh takes down every lab recorded there when the specs end, and
+-- never one the run did not bring up. A lab up without --name (the developer's own) is not recorded.
+local function record_lab(args)
+  local record = os.getenv("MOONADM_E2E_LABS")
+  if not record or record == "" or args[1] ~= "lab" or args[2] ~= "up" then return end
+  local name, dir
+  for i = 3, #args do
+    local flag, value = tostring(args[i]):match("^%-%-(%a+)=(.*)$")
+    if not flag then flag, value = tostring(args[i]):match("^%-%-(%a+)$"), args[i + 1] end
+    if flag == "name" then name = value elseif flag == "dir" then dir = value end
+  end
+  if not name then return end
+  local f = assert(io.open(record, "a"))
+  f:write(name, dir and ("\t" .. dir) or "", "\n")
+  f:close()
+end
+
 -- Runs moonadm (or bin: M.hooks) with a list of arguments and extra environment {NAME = value};
 -- returns exit code, stdout, stderr.
 function M.moonadm(args, env, bin)
+  record_lab(args)
   local out, err = os.tmpname(), os.tmpname()
   local parts = {}
   for k, v in pairs(env or {}) do parts[#parts + 1] = k .. "=" .. sh_quote(v) end
@@ -127,11 +146,11 @@ function M.no_raw_error(text)
   assert(not text:find("%.lua:%d+:"), "a script's file:line instead of a message:\n" .. text)
 end
 
--- Tests that need a binary lab/build-bins.sh makes (the lab's kube-apiserver, etcd, kubectl, the
--- reference kubeadms): register them with `local it = h.when_built(path, how, it, pending)` (or
--- `describe`). Present: `test` itself. Missing: still `test`, so they fail (make test, make spec),
--- unless MOONADM_NOT_BUILT=pending (make test-unit when lab/build-bins.sh could not have them:
--- no Go and no cache), then busted's `pending`, the reason printed once per spec file.
+-- Tests that need a binary lab/build-bins.sh makes (the lab's kube-apiserver, etcd, the reference
+-- kubeadms): register them with `local it = h.when_built(path, how, it, pending)` (or `describe`,
+-- when a setup needs it). Present: `test` itself. Missing: still `test`, so they fail (make test,
+-- make spec), unless MOONADM_NOT_BUILT=pending (make test-unit, when lab/build-bins.sh could not
+-- have them: no Go and no cache), then busted's `pending`, the reason printed once per spec file.
 local noted = {}
 function M.when_built(path, how, test, pending)
   local f = io.open(path, "rb")
@@ -139,8 +158,13 @@ function M.when_built(path, how, test, pending)
   if os.getenv("MOONADM_NOT_BUILT") ~= "pending" then return test end
   if not noted[path] then
     noted[path] = true
-    local spec = debug.getinfo(2, "S").short_src:match("([^/]+)%.lua$") or "?"
-    io.stderr:write(("%s: not built: %s (%s): its tests that need it are pending\n"):format(spec, path, how))
+    local spec, level = "?", 2
+    repeat -- the spec file that asked, through reference_kubeadm.lua
+      local info = debug.getinfo(level, "S")
+      spec = info and info.short_src:match("([^/]+_spec)%.lua$") or spec
+      level = level + 1
+    until not info or spec ~= "?"
+    io.stderr:write(("%s: not built: %s (%s): the tests that need it are pending\n"):format(spec, path, how))
   end
   return pending
 end

@@ -9,7 +9,7 @@ local h = require "helpers"
 
 local M = {}
 
-M.bin = os.getenv("MOONADM_REFERENCE_KUBEADM") or (h.top .. "/.lab/bin/kubeadm")
+M.bin = os.getenv("MOONADM_REFERENCE_KUBEADM") or (h.lab_bin .. "/kubeadm")
 M.VERSION = "v1.35.4"
 -- /var/lib as a whole (not /var/lib/kubelet and /var/lib/etcd), so that kubeadm creates those two
 -- dirs itself and their modes can be compared; kubeadm reads nothing else under /var/lib.
@@ -19,7 +19,13 @@ M.BIND_DIRS = { "/etc/kubernetes", "/var/lib" }
 -- (lab/build-bins.sh with LAB_RELEASES).
 function M.bin_for(release)
   if not release or release == M.VERSION then return M.bin end
-  return h.top .. "/.lab/bin/" .. release .. "/kubeadm"
+  return h.lab_bin .. "/" .. release .. "/kubeadm"
+end
+
+-- busted's `test` (it, describe) for tests that need the reference kubeadm of release (default
+-- the lab's), or `pending` where it is not built and need not be (helpers.when_built).
+function M.when_built(release, test, pending)
+  return h.when_built(M.bin_for(release), "make lab-bins-for-specs", test, pending)
 end
 
 -- Raises (a failing spec, never a silent pass) when the reference binary is missing or of another version.

@@ -413,7 +413,7 @@ end }
       for path, text in pairs(require("framework.site.reference").files()) do
         local full = h.top .. "/" .. path
         if os.getenv("MOONADM_UPDATE_DOCS") == "1" then h.write(full, text) end
-        assert.equal(text, h.read(full), path .. " is out of date: MOONADM_UPDATE_DOCS=1 tests/busted.sh tests/spec/scripting_spec.lua")
+        assert.equal(text, h.read(full), path .. " is out of date: MOONADM_UPDATE_DOCS=1 tests/busted.sh tests/proc/scripting_spec.lua")
       end
     end)
 
