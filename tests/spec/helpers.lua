@@ -164,7 +164,7 @@ function M.when_built(path, how, test, pending)
       spec = info and info.short_src:match("([^/]+_spec)%.lua$") or spec
       level = level + 1
     until not info or spec ~= "?"
-    io.stderr:write(("%s: not built: %s (%s): the tests that need it are pending\n"):format(spec, path, how))
+    io.stderr:write(("\n%s: not built: %s (%s): the tests that need it are pending\n"):format(spec, path, how))
   end
   return pending
 end
