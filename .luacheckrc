@@ -1,4 +1,4 @@
--- luacheck (Debian's lua-check), run by tests/spec/guards_spec.lua: an undefined global or dead code
+-- luacheck (Debian's lua-check), run by tests/proc/guards_spec.lua: an undefined global or dead code
 -- a linter sees (an unused variable, a value never read, unreachable code) fails `make test-unit`.
 std = "lua54"
 max_line_length = false -- help texts and kubeadm's messages are long on purpose

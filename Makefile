@@ -57,8 +57,8 @@ ENGINE_OBJ := $(patsubst %.c,$(B)/%.o,$(ENGINE_SRC))
 BIND_OBJ   := $(patsubst %.c,$(B)/%.o,$(BIND_SRC))
 BIN        ?= $(if $(PLAIN),$(B)/moonadm,bin/moonadm)
 
-.PHONY: all deps test test-unit test-long test-build demo lab-bins lab-bins-for-test asan valgrind sanitizers test-hooks \
-  fuzz fuzz-build bench install deb clean lab-bins-node layout
+.PHONY: all deps test test-unit test-long test-build demo lab-bins lab-bins-for-test lab-bins-for-specs spec asan valgrind \
+  sanitizers test-hooks fuzz fuzz-build bench install deb clean lab-bins-node layout
 all: $(BIN)
 
 # The Debian packages the build, the tests, the lab and `make deb` need (the list: tools/deps.sh):
@@ -118,10 +118,24 @@ test test-long:
 	@$(MAKE) --no-print-directory lab-bins-for-test $(if $(filter test-long,$@),TEST_RELEASES='$(LONG_RELEASES)' TEST_NODE_RELEASES='$(LONG_NODE_RELEASES)')
 	@$(if $(filter test-long,$@),MOONADM_LONG=1 )tests/run.sh $(B)
 
+# The C unit tests and every spec, no lab. The binaries the specs run come first (lab-bins-for-specs);
+# when they cannot all be had (no Go and no cache), a spec needing a missing one is pending, printed
+# as not built (MOONADM_NOT_BUILT=pending), where make test fails it.
 test-unit:
 	@tools/deps.sh install
 	@$(MAKE) --no-print-directory $(BIN) $(CTESTS)
-	@$(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )MOONADM_NO_E2E=1 tests/run.sh $(B)
+	@missing=; { $(SPEC_BINS); } || { missing=1; echo "$(SPEC_BINS_MISSING)"; }; \
+	  env $${missing:+MOONADM_NOT_BUILT=pending} $(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )MOONADM_NO_E2E=1 tests/run.sh $(B)
+
+# One spec inside the built binary: make spec NAME=util runs tests/spec/util_spec.lua, or the
+# tests/proc or tests/e2e spec of that name (an e2e spec needs the lab's binaries; the labs it
+# brings up are taken down when it ends).
+SPEC_NAME = $(patsubst %_spec,%,$(basename $(notdir $(NAME))))
+spec: $(BIN)
+	@f=$$(ls $(foreach d,spec proc e2e,tests/$(d)/$(SPEC_NAME)_spec.lua) 2>/dev/null | head -1); \
+	  if [ -z "$(SPEC_NAME)" ] || [ -z "$$f" ]; then \
+	    echo "spec: no spec named '$(NAME)': make spec NAME=<name> runs tests/{spec,proc,e2e}/<name>_spec.lua"; exit 2; fi; \
+	  MOONADM_STRICT_RESULTS=1 MOONADM_E2E_RUN=spec-$$$$ $(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )tests/busted.sh "$$f"
 
 test-build: $(BIN) $(CTESTS) test-hooks
 
@@ -135,6 +149,18 @@ LONG_RELEASES ?= v1.36.3 v1.37.2
 LONG_NODE_RELEASES ?= v1.36.3
 TEST_NODE_RELEASES ?=
 TEST_REFERENCES ?= v1.37.2
+
+# The binaries the specs run: the lab's kube-apiserver, etcd, kubectl and the reference kubeadm (the
+# default release's control plane) and the differential spec's further columns (TEST_RELEASES'
+# control plane, as make test builds it, and kubeadm TEST_REFERENCES). Linked from the cache, built
+# when Go is here; fails when any could not be had, after trying each.
+SPEC_BINS = rc=0; PATH='$(GO_PATH)' lab/build-bins.sh control-plane || rc=1; \
+  PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_RELEASES)' lab/build-bins.sh control-plane || rc=1; \
+  PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_REFERENCES)' lab/build-bins.sh reference || rc=1; [ $$rc = 0 ]
+SPEC_BINS_MISSING = test-unit: the lab's binaries the specs run could not all be had$(if $(HAVE_GO),,$(strip \
+  ) (no Go toolchain: /usr/local/go or go on PATH)): the specs that need a missing one are pending (not built)
+lab-bins-for-specs:
+	@$(SPEC_BINS)
 
 # The lab's binaries for the e2e tests: built (or linked from the cache) when Go is here; without Go
 # a cache from an earlier build still links; otherwise tests/run.sh counts the e2e tests as failed.

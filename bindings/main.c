@@ -222,6 +222,7 @@ static int run(lua_State *L)
 		lua_setglobal(L, "arg"); /* argc argv */
 		if (luaL_loadfile(L, argv[2]) != LUA_OK)
 			return lua_error(L); /* argc argv err */
+		luaL_checkstack(L, argc - 3, "too many arguments for the script");
 		for (int i = 3; i < argc; i++)
 			lua_pushstring(L, argv[i]); /* argc argv chunk args... */
 		lua_call(L, argc - 3, 0); /* argc argv */

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test and prints one closing line: "tests: N passed, N failed".
-#   C unit tests (build/tests/test_*), busted specs inside moonadm, and the e2e tests on the lab
-#   (tests/e2e/*.sh, when the lab's binaries are built; MOONADM_NO_E2E=1 skips them).
+#   tests/run.sh [BUILD_DIR]   (default build: its tests/test_* are the C unit tests)
+# In order: the C unit tests, the busted specs inside moonadm (tests/spec, in-process, and
+# tests/proc, which run processes: tests/busted.sh), with MOONADM_SANITIZERS=1 the sanitizer,
+# valgrind and fuzzing passes, the e2e specs on the lab (tests/e2e/*_spec.lua, when the lab's
+# binaries are built; MOONADM_NO_E2E=1 skips them, MOONADM_LONG=1 adds tests/e2e/long_*), and the
+# results of checks run before (MOONADM_EXTRA_RESULTS). tests/busted.sh takes down every lab the
+# e2e specs brought up, and only those.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -11,6 +16,26 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+# Counts a busted run from its summary line ("N successes / N failures / N errors / N pending"):
+# failures and errors fail; no summary (busted crashed, or was killed) is one failure.
+#   add_busted WHAT LOG EXIT_CODE
+add_busted() {
+  local line s f e p
+  line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$2" | tail -1)
+  if [ -z "$line" ]; then echo "$1: no summary (exit $3)"; add 0 1; return; fi
+  s=$(grep -oE '[0-9]+ success' <<<"$line" | grep -oE '[0-9]+')
+  f=$(grep -oE '[0-9]+ failure' <<<"$line" | grep -oE '[0-9]+')
+  e=$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+')
+  p=$(grep -oE '[0-9]+ pending' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+  echo "$1: $s passed, $((f + e)) failed, $p pending"
+  add "$s" $((f + e))
+}
+
+# Runs a command in the background and waits for it, so that SIGINT or SIGTERM reach it at once
+# (tests/busted.sh then takes its labs down) instead of after it ends.
+child=
+run_bg() { "$@" & child=$!; local rc=0; wait "$child" || rc=$?; child=; return "$rc"; }
 
 # Checks run before this script and counted in its closing line: MOONADM_EXTRA_RESULTS names a file
 # of lines "PASSED FAILED what" (.ci/run's `make demo` in a scratch clone). Read here and unset, so
@@ -39,15 +64,7 @@ done
 echo "== busted specs (inside moonadm)"
 tests/busted.sh --output=utfTerminal > "$out/b.log" 2>&1; rc=$?
 cat "$out/b.log"
-line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out/b.log" | tail -1)
-if [ -z "$line" ]; then
-  echo "busted: no summary (exit $rc)"; add 0 1
-else
-  s=$(grep -oE '[0-9]+ success' <<<"$line" | grep -oE '[0-9]+')
-  f=$(grep -oE '[0-9]+ failure' <<<"$line" | grep -oE '[0-9]+')
-  e=$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+')
-  add "$s" $((f + e))
-fi
+add_busted specs "$out/b.log" "$rc"
 
 # MOONADM_SANITIZERS=1 (.ci/run sets it): the C tests and the specs under ASan+UBSan (their own
 # summary line is added in), the engine tests under valgrind, and a short fuzzing pass (each fuzzer
@@ -80,10 +97,7 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
   if [ ! -x .lab/bin/kube-apiserver ]; then
     echo "e2e: the lab's binaries are missing (make lab-bins): counted as a failure"; add 0 1
   else
-    bin=${MOONADM_BIN:-$top/bin/moonadm}
-    labs_down() { for l in e2e1 e2eha e2eold e2ekill e2eext e2ekcu e2eup e2eup2 e2eperm e2eauth e2epar e2equo dev14c e2ekl e2ereal e2erealha e2erealbad e2erk e2efail e2erkm e2etko e2evip e2emin e2eminha dev6r dev9 dev10b dev14f dev12 dev12b sw1 sw2 sw3 sw4 sw5 e2ern; do "$bin" lab down --name "$l" >/dev/null 2>&1; done; }
-    trap 'labs_down; rm -rf "$out"' EXIT
-    trap 'exit 130' INT TERM
+    trap '[ -z "$child" ] || { kill -TERM "$child" 2>/dev/null; wait "$child"; }; exit 130' INT TERM
     export MOONADM_E2E_RUN=$$-$(date +%s)
     # The crash points and kill moments crash_spec.lua and kill_spec.lua sample: seeded by the commit
     # (its first 8 hex digits), so this run tries what CI tries for this commit; MOONADM_CRASH_SEED=N
@@ -96,18 +110,10 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
     fi
     exclude=()
     [ -n "${MOONADM_LONG:-}" ] || exclude=(--exclude-pattern='^long_')  # long_*_spec.lua only with make test-long
-    tests/busted.sh --output=utfTerminal --pattern=_spec "${exclude[@]}" tests/e2e > "$out/e.log" 2>&1; rc=$?
+    rc=0
+    run_bg tests/busted.sh --output=utfTerminal --pattern=_spec "${exclude[@]}" tests/e2e > "$out/e.log" 2>&1 || rc=$?
     cat "$out/e.log"
-    line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out/e.log" | tail -1)
-    if [ -z "$line" ]; then
-      echo "e2e: no summary (exit $rc)"; add 0 1
-    else
-      s=$(grep -oE '[0-9]+ success' <<<"$line" | grep -oE '[0-9]+')
-      f=$(grep -oE '[0-9]+ failure' <<<"$line" | grep -oE '[0-9]+')
-      e=$(grep -oE '[0-9]+ error' <<<"$line" | grep -oE '[0-9]+')
-      add "$s" $((f + e))
-    fi
-    labs_down
+    add_busted e2e "$out/e.log" "$rc"
   fi
 fi
 

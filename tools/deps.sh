@@ -13,7 +13,7 @@ packages=(
   liblua5.4-dev lua5.4 libssl-dev libyaml-dev libcurl4-openssl-dev
   nettle-dev libgmp-dev                                       # SHA-256; RSA key generation (both linked statically)
   lua-cjson lua-luv                                           # loaded by the scripts at run time
-  lua-busted lua-argparse lua-check                           # the specs; luacheck (tests/spec/guards_spec.lua)
+  lua-busted lua-argparse lua-check                           # the specs; luacheck (tests/proc/guards_spec.lua)
   openssl curl ca-certificates                                # test fixtures, lab-bins downloads
   iproute2 kmod                                               # the lab's namespaces and bridge
   runc containernetworking-plugins iptables busybox-static    # real-kubelet lab: OCI runtime, CNI, test image

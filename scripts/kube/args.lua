@@ -1,7 +1,7 @@
 -- Component command lines as kubeadm builds them (kubeadmutil.ArgumentsToCommand): the defaults,
 -- minus every name the user's extraArgs set, sorted by name; then all of extraArgs (a name may
 -- repeat) in the order the user gave them; each rendered "--name=value". (So the reference kubeadm
--- v1.35.4 writes them: tests/spec/differential_spec.lua, config fixtures/diff/extra.yaml.)
+-- v1.35.4 writes them: tests/proc/differential_spec.lua, config fixtures/diff/extra.yaml.)
 local M = {}
 
 -- defaults: {name = value} map; extra: v1beta4 list of {name=, value=} (may be nil).

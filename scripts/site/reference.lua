@@ -1,5 +1,5 @@
 -- docs/phases.md (the phase reference of every stock flow) and docs/graphs/*.dot, rendered from
--- the flows themselves. tests/spec/scripting_spec.lua keeps the committed copies current
+-- the flows themselves. tests/proc/scripting_spec.lua keeps the committed copies current
 -- (MOONADM_UPDATE_DOCS=1 rewrites them).
 local core = require "moonadm.core"
 local graph = require "framework.graph"
@@ -54,8 +54,8 @@ function M.markdown()
   local out = { "# Phase reference",
     "",
     "Generated from `scripts/flows/*.lua` and the phase tables by `scripts/site/reference.lua`;",
-    "`tests/spec/scripting_spec.lua` fails when this file is out of date (`MOONADM_UPDATE_DOCS=1",
-    "tests/busted.sh tests/spec/scripting_spec.lua` rewrites it). Gates are resolved with kubeadm v1.35's",
+    "`tests/proc/scripting_spec.lua` fails when this file is out of date (`MOONADM_UPDATE_DOCS=1",
+    "tests/busted.sh tests/proc/scripting_spec.lua` rewrites it). Gates are resolved with kubeadm v1.35's",
     "defaults; a gated row runs only when its gate has the value shown. *requires* must be provided",
     "by an earlier phase or the flow is refused before anything runs (docs/scripting.md). Every phase",
     "can run alone as `<command> phase <path>` (a parent with `all` for its subtree), except hidden ones.",

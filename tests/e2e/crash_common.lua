@@ -28,6 +28,7 @@ if arg and arg[0] and arg[0]:match("crash_common%.lua$") then
 end
 
 local cjson = require "cjson"
+local fixture = require "lab_fixture"
 local h = require "helpers"
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
@@ -36,7 +37,7 @@ local proc = require "moonadm.proc"
 local encoding = require "moonadm.encoding"
 
 local M = { LAB = "dev14c" }
-M.hooks = os.getenv("MOONADM_HOOKS_BIN") or (h.top .. "/bin/moonadm-hooks")
+M.hooks = h.hooks
 M.bin_dir = os.getenv("MOONADM_LAB_BIN") or (h.top .. "/.lab/bin")
 
 -- The labs a flow runs on (lab up arguments); s1 is always the spare.
@@ -120,10 +121,7 @@ end
 
 function M.down(name) h.moonadm { "lab", "down", "--name", name or M.LAB } end
 
-function M.node(st, name)
-  for _, n in ipairs(st.nodes) do if n.name == name then return n end end
-  error("no node " .. name)
-end
+M.node = fixture.node
 
 local function control_planes(st)
   local n = 0
@@ -146,10 +144,7 @@ end
 function M.kubectl(st, kubeconfig, args)
   local a = { M.bin_dir .. "/kubectl", "--kubeconfig", kubeconfig, "--request-timeout", "10s" }
   for _, x in ipairs(args) do a[#a + 1] = x end
-  local p = io.popen(q(a) .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), (out:gsub("rc=%d+%s*$", ""))
+  return h.sh(q(a))
 end
 
 -- s1's own one-node cluster: the lab's init config with s1's name and address, a fixed token.

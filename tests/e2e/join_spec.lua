@@ -6,9 +6,6 @@ local h = require "helpers"
 local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 
-local function node_by_name(st, name)
-  for _, n in ipairs(st.nodes) do if n.name == name then return n end end
-end
 
 local function etcd_members(st)
   local code, out = fixture.exec(st, "cp1", { "etcdctl", "--endpoints", "https://127.0.0.1:2379",
@@ -71,7 +68,7 @@ describe("join (3 control planes + 2 workers)", function()
     assert.equal(0, rc, out)
     local seen = {}
     for _, p in ipairs(cjson.decode(out).items) do
-      local a, node = p.metadata.annotations or {}, node_by_name(st, p.spec.nodeName)
+      local a, node = p.metadata.annotations or {}, fixture.node(st, p.spec.nodeName)
       if p.metadata.labels.component == "kube-apiserver" then
         assert.equal(node.ip .. ":6443", a["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"])
         seen[#seen + 1] = p.metadata.name
@@ -107,7 +104,7 @@ describe("join (3 control planes + 2 workers)", function()
     end
 
     setup(function()
-      spare = node_by_name(st, "s1")
+      spare = fixture.node(st, "s1")
       pin = pki.read_cert(h.read(st.nodes[1].root .. "/etc/kubernetes/pki/ca.crt")):pin()
       id = st.token:match("^(%w+)%.")
     end)

@@ -1,6 +1,7 @@
 -- Shared lab fixtures for the e2e specs: one 1-node lab and one HA lab per test run, started on
--- first use and reused by every spec that only reads. tests/run.sh takes them down at the end
--- (also on failure or interruption); `lab up` itself cleans a stale lab left by a killed run.
+-- first use and reused by every spec that only reads. tests/busted.sh takes them down at the end
+-- with every other lab the run brought up (also on failure or interruption); `lab up` itself
+-- cleans a stale lab left by a killed run. Also what several e2e specs read: a lab's state, a node.
 local cjson = require "cjson"
 local h = require "helpers"
 
@@ -15,12 +16,30 @@ M.bin_dir = os.getenv("MOONADM_LAB_BIN") or (h.top .. "/.lab/bin")
 
 local function dir_of(lab) return h.top .. "/.lab/" .. lab.name end
 
+-- The state of the lab named name (its .lab/NAME/lab.json), or nil when it has none.
+function M.state(name)
+  local text = h.read(h.top .. "/.lab/" .. name .. "/lab.json")
+  return text and cjson.decode(text)
+end
+
 local function is_up(lab)
-  local f = io.open(dir_of(lab) .. "/lab.json", "r")
-  if not f then return false end
-  local st = cjson.decode(f:read("a"))
-  f:close()
-  return st.ready == true and st
+  local st = M.state(lab.name)
+  return st ~= nil and st.ready == true and st
+end
+
+-- The node of a lab's state by name; raises when the lab has none of that name.
+function M.node(st, name)
+  for _, n in ipairs(st.nodes) do if n.name == name then return n end end
+  error("lab " .. tostring(st.name) .. " has no node " .. tostring(name), 2)
+end
+
+-- The paths init, join and reset write under a node's root (etc/kubernetes, var/lib/kubelet,
+-- var/lib/etcd), one a line, sorted: equal before and after, nothing was added or removed.
+function M.node_files(root)
+  local p = io.popen("cd " .. h.q(root) .. " && find etc/kubernetes var/lib/kubelet var/lib/etcd 2>/dev/null | sort")
+  local s = p:read("a")
+  p:close()
+  return s
 end
 
 -- Returns the lab's state (lab.json), starting it if this run has not yet.
@@ -46,11 +65,7 @@ function M.kubectl(st, args, kubeconfig)
   for _, a in ipairs(args) do argv[#argv + 1] = a end
   local parts = {}
   for _, a in ipairs(argv) do parts[#parts + 1] = h.q(a) end
-  local p = io.popen(table.concat(parts, " ") .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  local rc = tonumber(out:match("rc=(%d+)%s*$"))
-  return rc, (out:gsub("rc=%d+%s*$", ""))
+  return h.sh(table.concat(parts, " "))
 end
 
 -- kubectl ARGS (which ask for -o json) on the lab, decoded; raises with kubectl's words on failure.

@@ -35,11 +35,7 @@ describe("the real-kubelet lab, HA (own lab " .. NAME .. ", 3 control planes + 1
     code, out, err = h.moonadm { "lab", "up", "--name", NAME, "--subnet", SUBNET, "--kubelet", "real",
       "--control-planes", "3", "--workers", "1", "--ready-timeout", "300" }
     t_up = os.time() - t0
-    if code == 0 then
-      local f = assert(io.open(h.top .. "/.lab/" .. NAME .. "/lab.json", "r"))
-      st = cjson.decode(f:read("a"))
-      f:close()
-    end
+    if code == 0 then st = assert(fixture.state(NAME), "no lab.json") end
   end)
   teardown(function() h.moonadm { "lab", "down", "--name", NAME } end)
 

@@ -79,7 +79,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the real-kubelet lab
     code, out, err = h.moonadm { "lab", "up", "--name", NAME, "--subnet", SUBNET, "--kubelet", "real", "--workers", "1",
       "--ready-timeout", "300" }
     t_up = os.time() - t0
-    if code == 0 then st = cjson.decode((assert(h.read(h.top .. "/.lab/" .. NAME .. "/lab.json"), "no lab.json"))) end
+    if code == 0 then st = assert(fixture.state(NAME), "no lab.json") end
   end)
   teardown(function() h.moonadm { "lab", "down", "--name", NAME } end)
 

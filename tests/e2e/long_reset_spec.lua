@@ -3,6 +3,7 @@
 -- a second reset changes nothing, and the node joins again with the lab's join config.
 local cjson = require "cjson"
 local core = require "moonadm.core"
+local fixture = require "lab_fixture"
 local h = require "helpers"
 
 local LAB, SUBNET = "dev9", "10.253.9"
@@ -46,12 +47,7 @@ local function lab_status()
   return st
 end
 
-local function snapshot(nodename)
-  local p = io.popen("cd " .. h.q(dir .. "/" .. nodename) .. " && find etc/kubernetes var/lib/kubelet var/lib/etcd 2>/dev/null | sort")
-  local s = p:read("a")
-  p:close()
-  return s
-end
+local function snapshot(nodename) return fixture.node_files(dir .. "/" .. nodename) end
 
 describe("reset of one of 3 control planes", function()
   setup(function()

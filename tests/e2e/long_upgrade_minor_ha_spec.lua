@@ -54,7 +54,7 @@ describe("the minor upgrade v1.35.4 -> v1.36.3 -> v1.37.2 of an HA lab (3 contro
       "--control-planes", "3", "--workers", "1" })
     assert(code == 0, ("lab %s did not come up:\n%s\n%s"):format(LAB.name, out, err))
     io.stderr:write(("\n[figure] lab up 3+1 at v1.35.4: %ds\n"):format(os.time() - t0))
-    st = cjson.decode((assert(h.read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
+    st = assert(fixture.state(LAB.name), "no lab.json")
     assert(st.endpoint, "the HA lab has no load-balanced endpoint")
   end)
 

@@ -11,13 +11,6 @@ local h = require "helpers"
 
 local NAME, SUBNET = "e2ereal", "10.252.9"
 
-local function state()
-  local f = assert(io.open(h.top .. "/.lab/" .. NAME .. "/lab.json", "r"))
-  local st = cjson.decode(f:read("a"))
-  f:close()
-  return st
-end
-
 local crictl = fixture.crictl
 
 local kjson = fixture.kjson
@@ -39,7 +32,7 @@ describe("the real-kubelet lab (own lab " .. NAME .. ", 1 control plane + 1 work
     local t0 = os.time()
     code, out, err = h.moonadm { "lab", "up", "--name", NAME, "--subnet", SUBNET, "--kubelet", "real", "--workers", "1" }
     t_up = os.time() - t0
-    if code == 0 then st = state() end
+    if code == 0 then st = assert(fixture.state(NAME)) end
   end)
   teardown(function()
     h.moonadm { "lab", "down", "--name", NAME }

@@ -4,18 +4,14 @@
 -- changes nothing. The 3-control-plane scenario is tests/e2e/long_reset_spec.lua.
 local cjson = require "cjson"
 local core = require "moonadm.core"
+local fixture = require "lab_fixture"
 local h = require "helpers"
 
 local LAB, SUBNET = "dev9", "10.253.9"
 local dir = h.top .. "/.lab/" .. LAB
 local node = dir .. "/cp1"
 
-local function snapshot()
-  local p = io.popen("cd " .. h.q(node) .. " && find etc/kubernetes var/lib/kubelet var/lib/etcd 2>/dev/null | sort")
-  local s = p:read("a")
-  p:close()
-  return s
-end
+local function snapshot() return fixture.node_files(node) end
 
 local function status_pods()
   local f = io.open(node .. "/var/lib/moonadm-lab/kubelet-status.json", "r")

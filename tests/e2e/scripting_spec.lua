@@ -8,9 +8,6 @@ local pki = require "moonadm.pki"
 local yaml = require "moonadm.yaml"
 local core = require "moonadm.core"
 
-local function node_by_name(st, name)
-  for _, n in ipairs(st.nodes) do if n.name == name then return n end end
-end
 
 -- Brings a lab up and returns its state and how long `lab up` took.
 local function up(key, name, subnet, args)
@@ -38,7 +35,7 @@ describe("site phases and reordered flows on the lab", function()
   end)
 
   it("runs a site phase inserted after kubelet-start on a worker join, once, at that point", function()
-    local s1 = assert(node_by_name(new, "s1"))
+    local s1 = assert(fixture.node(new, "s1"))
     local cp1 = new.nodes[1]
     local pin = pki.read_cert(h.read(cp1.root .. "/etc/kubernetes/pki/ca.crt")):pin()
     local file = new.dir .. "/s1-site-join.yaml"
@@ -94,14 +91,14 @@ describe("site phases and reordered flows on the lab", function()
 
   it("runs the KEP-4471 experiment: a 2-control-plane join in the stock order and in the old order", function()
     -- stock order: etcd-join, then kubelet-wait-bootstrap, then control-plane-join
-    local p = journal_phases(assert(node_by_name(new, "cp2")))
+    local p = journal_phases(assert(fixture.node(new, "cp2")))
     assert.truthy(p["etcd-join"])
     assert.truthy(p["kubelet-wait-bootstrap"])
     assert.is_nil(p["control-plane-join/etcd"])
     -- old order (gate off): the kubelet bootstraps through the endpoint, control-plane-join/etcd adds the member after
     old, t_old = up("dev12b", "dev12b", "10.253.13",
       { "--control-planes", "2", "--feature-gates", "ControlPlaneKubeletLocalMode=false" })
-    p = journal_phases(assert(node_by_name(old, "cp2")))
+    p = journal_phases(assert(fixture.node(old, "cp2")))
     assert.truthy(p["control-plane-join/etcd"])
     assert.is_nil(p["etcd-join"])
     assert.truthy(p["kubelet-wait-bootstrap"])

@@ -2,24 +2,16 @@
 -- manifest of every node has its mirror Pod in kube-system and every Node is Ready. A named lab
 -- without --subnet picks a free /24 by itself, and a taken --subnet is refused naming its holder.
 -- Each wait says what it waits for and its timeout, and the time it took (item 6).
-local cjson = require "cjson"
 local fixture = require "lab_fixture"
 local h = require "helpers"
 
 local NAME = "e2eup"
 
-local function state(name)
-  local f = assert(io.open(h.top .. "/.lab/" .. name .. "/lab.json", "r"))
-  local st = cjson.decode(f:read("a"))
-  f:close()
-  return st
-end
-
 describe("lab up (own lab " .. NAME .. ", no --subnet)", function()
   local code, out, err, st
   setup(function()
     code, out, err = h.moonadm { "lab", "up", "--name", NAME, "--workers", "1" }
-    if code == 0 then st = state(NAME) end
+    if code == 0 then st = assert(fixture.state(NAME)) end
   end)
   teardown(function()
     h.moonadm { "lab", "down", "--name", NAME }

@@ -28,7 +28,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     local code, out, err = h.moonadm({ "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet, "--workers", "1",
       "--feature-gates", "ControlPlaneKubeletLocalMode=true" })
     assert(code == 0, ("lab %s did not come up:\n%s\n%s"):format(LAB.name, out, err))
-    st = cjson.decode((assert(h.read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
+    st = assert(fixture.state(LAB.name), "no lab.json")
   end)
 
   teardown(function()

@@ -13,21 +13,7 @@ local h = require "helpers"
 local LAB = { name = "dev10b", subnet = "10.253.11" }
 local IP = LAB.subnet .. ".11"
 
-local function read(p)
-  local f = io.open(p, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
-
-local function cert(p) return assert(pki.read_cert(assert(read(p), "missing " .. p))):info() end
+local function cert(p) return assert(pki.read_cert(assert(h.read(p), "missing " .. p))):info() end
 
 describe("moonadm upgrade on the lab", function()
   local st, node, K
@@ -51,7 +37,7 @@ describe("moonadm upgrade on the lab", function()
     cm.data.ClusterConfiguration = text
     cm.data.ClusterStatus = "apiEndpoints: {}\n" -- an old kubeadm's key: upgrade must drop it (seed 001)
     local tmp = os.tmpname()
-    write(tmp, cjson.encode(cm))
+    h.write(tmp, cjson.encode(cm))
     local rc, out = kubectl({ "replace", "-f", tmp })
     os.remove(tmp)
     assert.equal(0, rc, out)
@@ -71,7 +57,7 @@ describe("moonadm upgrade on the lab", function()
   setup(function()
     local code, out, err = h.moonadm({ "lab", "up", "--name", LAB.name, "--subnet", LAB.subnet })
     assert(code == 0, ("lab %s did not come up:\n%s\n%s"):format(LAB.name, out, err))
-    st = cjson.decode((assert(read(h.top .. "/.lab/" .. LAB.name .. "/lab.json"), "no lab.json")))
+    st = assert(fixture.state(LAB.name), "no lab.json")
     node = st.nodes[1].root
     K = node .. "/etc/kubernetes"
   end)
@@ -104,14 +90,14 @@ describe("moonadm upgrade on the lab", function()
   end)
 
   it("--dry-run prints the manifest diff and changes nothing", function()
-    local before = read(K .. "/manifests/kube-apiserver.yaml")
+    local before = h.read(K .. "/manifests/kube-apiserver.yaml")
     local text = cluster_config()
     set_cluster_config((text:gsub("apiServer: {}", "apiServer:\n  extraArgs:\n  - name: event-ttl\n    value: 3h0m0s")))
     local code, out = upgrade({ "apply", "v1.35.4", "--dry-run" })
     set_cluster_config(text)
     assert.equal(0, code, out)
     assert.matches("%+    %- %-%-event%-ttl=3h0m0s", out)
-    assert.equal(before, read(K .. "/manifests/kube-apiserver.yaml"))
+    assert.equal(before, h.read(K .. "/manifests/kube-apiserver.yaml"))
   end)
 
   it("reconfigures to the same version: manifests, backups, renewed certificates, CRI socket and kubelet.conf migrations", function()
@@ -125,14 +111,14 @@ describe("moonadm upgrade on the lab", function()
     set_cluster_config(text)
     -- a node from before NodeLocalCRISocket: the socket in kubeadm-flags.env, no instance file, the annotation
     local flags_path = node .. "/var/lib/kubelet/kubeadm-flags.env"
-    write(flags_path, 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock"\n')
+    h.write(flags_path, 'KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock"\n')
     os.remove(node .. "/var/lib/kubelet/instance-config.yaml")
     local rc, out = kubectl({ "annotate", "node", "cp1", "kubeadm.alpha.kubernetes.io/cri-socket=unix:///var/run/containerd/containerd.sock" })
     assert.equal(0, rc, out)
     -- a kubelet.conf that points to the control-plane endpoint (pre KEP-4471)
-    local kc = read(K .. "/kubelet.conf")
-    write(K .. "/kubelet.conf", (kc:gsub("server: https://" .. IP:gsub("%.", "%%.") .. ":6443", "server: https://127.0.0.1:6443")))
-    assert.matches("https://127%.0%.0%.1:6443", read(K .. "/kubelet.conf"))
+    local kc = h.read(K .. "/kubelet.conf")
+    h.write(K .. "/kubelet.conf", (kc:gsub("server: https://" .. IP:gsub("%.", "%%.") .. ":6443", "server: https://127.0.0.1:6443")))
+    assert.matches("https://127%.0%.0%.1:6443", h.read(K .. "/kubelet.conf"))
 
     os.execute("sleep 1") -- a NotBefore/NotAfter second apart from init's
     local code, log, secs = upgrade({ "apply", "v1.35.4", "--yes" })
@@ -140,21 +126,21 @@ describe("moonadm upgrade on the lab", function()
     assert.equal(0, code, log)
     assert.matches("SUCCESS!", log)
 
-    local m = read(K .. "/manifests/kube-apiserver.yaml")
+    local m = h.read(K .. "/manifests/kube-apiserver.yaml")
     assert.matches("%-%-event%-ttl=2h0m0s", m)
     local backups = {}
     for d in io.popen("ls " .. h.q(K .. "/tmp")):lines() do
       if d:match("^kubeadm%-backup%-manifests%-") then backups[#backups + 1] = d end
     end
     assert.is_true(#backups >= 1)
-    local backup = read(K .. "/tmp/" .. backups[#backups] .. "/kube-apiserver.yaml")
+    local backup = h.read(K .. "/tmp/" .. backups[#backups] .. "/kube-apiserver.yaml")
     assert.is_not_nil(backup)
     assert.is_nil(backup:match("event%-ttl"))
 
     local new_api = cert(K .. "/pki/apiserver.crt")
     assert.is_true(new_api.not_after > old_api.not_after)
     assert.equal(ca.subject.cn, new_api.issuer and new_api.issuer.cn or ca.subject.cn)
-    assert.is_true(pki.read_cert(read(K .. "/pki/apiserver.crt")):verify(pki.read_cert(read(K .. "/pki/ca.crt"))) ~= false)
+    assert.is_true(pki.read_cert(h.read(K .. "/pki/apiserver.crt")):verify(pki.read_cert(h.read(K .. "/pki/ca.crt"))) ~= false)
     local sans = table.concat(new_api.dns, ",")
     assert.matches("upgrade%.example%.test", sans)
     assert.matches("127%.0%.0%.1", table.concat(new_api.ips, ","))
@@ -162,8 +148,8 @@ describe("moonadm upgrade on the lab", function()
 
     -- seed 002: instance-config.yaml from the flag, which is gone from kubeadm-flags.env
     assert.equal('containerRuntimeEndpoint: "unix:///var/run/containerd/containerd.sock"\n',
-      read(node .. "/var/lib/kubelet/instance-config.yaml"))
-    assert.is_nil(read(flags_path):match("container%-runtime%-endpoint"))
+      h.read(node .. "/var/lib/kubelet/instance-config.yaml"))
+    assert.is_nil(h.read(flags_path):match("container%-runtime%-endpoint"))
     local n = kjson({ "get", "node", "cp1" })
     assert.is_nil((n.metadata.annotations or {})["kubeadm.alpha.kubernetes.io/cri-socket"])
     -- seed 001: no ClusterStatus
@@ -171,7 +157,7 @@ describe("moonadm upgrade on the lab", function()
     assert.is_nil(cm.data.ClusterStatus)
     assert.matches("upgrade%.example%.test", cm.data.ClusterConfiguration)
     -- seed 000: kubelet.conf from the endpoint to the local API server
-    assert.matches("server: https://" .. IP:gsub("%.", "%%.") .. ":6443", read(K .. "/kubelet.conf"))
+    assert.matches("server: https://" .. IP:gsub("%.", "%%.") .. ":6443", h.read(K .. "/kubelet.conf"))
     assert.is_true(readyz())
     local ready = false
     for _, c in ipairs(n.status.conditions or {}) do if c.type == "Ready" then ready = c.status == "True" end end
@@ -179,10 +165,10 @@ describe("moonadm upgrade on the lab", function()
   end)
 
   it("rolls a broken kube-apiserver flag back and the cluster is healthy with the old manifest", function()
-    local before = read(K .. "/manifests/kube-apiserver.yaml")
+    local before = h.read(K .. "/manifests/kube-apiserver.yaml")
     local text = cluster_config()
     set_cluster_config((text:gsub("  extraArgs:\n", "  extraArgs:\n  - name: no-such-flag\n    value: \"1\"\n", 1)))
-    write(K .. "/tmp/upgrade-fast.yaml", yaml.encode { apiVersion = "kubeadm.k8s.io/v1beta4", kind = "UpgradeConfiguration",
+    h.write(K .. "/tmp/upgrade-fast.yaml", yaml.encode { apiVersion = "kubeadm.k8s.io/v1beta4", kind = "UpgradeConfiguration",
       apply = { kubernetesVersion = "v1.35.4", etcdUpgrade = false }, timeouts = { upgradeManifests = "20s", controlPlaneComponentHealthCheck = "20s" } })
     -- etcdUpgrade false: the shorter health-check timeout would also shorten etcd's startup probe
     local code, log, secs = upgrade({ "apply", "--config", "/etc/kubernetes/tmp/upgrade-fast.yaml", "--yes" })
@@ -191,7 +177,7 @@ describe("moonadm upgrade on the lab", function()
     assert.are_not.equal(0, code)
     assert.matches("the upgrade of kube%-apiserver failed", log)
     assert.matches("previous manifests were restored", log)
-    assert.equal(before, read(K .. "/manifests/kube-apiserver.yaml"))
+    assert.equal(before, h.read(K .. "/manifests/kube-apiserver.yaml"))
     assert.is_true(readyz())
   end)
 

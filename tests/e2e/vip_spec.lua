@@ -18,9 +18,7 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
   local holder_before
 
   local function kjson(args) return fixture.kjson(st, args) end
-  local function node(name)
-    for _, n in ipairs(st.nodes) do if n.name == name then return n end end
-  end
+  local function node(name) return fixture.node(st, name) end
   -- the node whose eth0 holds the VIP now, its link up (nil: none)
   local function holder()
     for _, n in ipairs(st.nodes) do
@@ -67,7 +65,7 @@ describe("the control-plane endpoint as a virtual IP (own lab " .. NAME .. ", 3 
       "--control-planes", "3", "--workers", "1", "--spares", "1", "--control-plane-endpoint", "vip",
       "--ready-timeout", "300" }
     t_up = os.time() - t0
-    if code == 0 then st = cjson.decode((assert(h.read(h.top .. "/.lab/" .. NAME .. "/lab.json")))) end
+    if code == 0 then st = assert(fixture.state(NAME), "no lab.json") end
   end)
   teardown(function() h.moonadm { "lab", "down", "--name", NAME } end)
 

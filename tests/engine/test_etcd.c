@@ -1,6 +1,6 @@
 /* engine/etcd and engine/json without a server: the JSON reader, uint64 IDs, option errors, and
  * canned plain-HTTP gateways (answers, etcd's errors, 503 and non-etcd answers, endpoint failover,
- * the request bodies sent). The TLS paths and real etcd behaviour: tests/spec/etcd_spec.lua. */
+ * the request bodies sent). The TLS paths and real etcd behaviour: tests/proc/etcd_spec.lua. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* engine/http: URL and query building, option errors, and requests against a local plain-HTTP
  * listener that returns canned HTTP/1.1 responses (parsing, streaming, reuse, errors). The TLS
- * paths are covered against the real kube-apiserver by tests/spec/api_spec.lua. */
+ * paths are covered against the real kube-apiserver by tests/proc/api_spec.lua. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>

@@ -6,22 +6,15 @@
 local h = require "helpers"
 
 describe("regress 003: a key left without its certificate by a killed run", function()
-  local hooks = h.top .. "/bin/moonadm-hooks"
-  local f = io.open(hooks, "r")
+  local f = io.open(h.hooks, "r")
   if f then f:close() end
-
-  local function run(dir, env, bin)
-    local cmd = ("env %s %s init phase certs all --root %s >%s/out 2>&1"):format(env, h.q(bin or h.bin), h.q(dir .. "/root"), h.q(dir))
-    local _, _, code = os.execute(cmd)
-    return code, h.read(dir .. "/out")
-  end
 
   for _, which in ipairs { "/etc/kubernetes/pki/ca.key", "/etc/kubernetes/pki/etcd/peer.key" } do
     it("killed right after writing " .. which .. ": the next run converges", function()
       if not f then pending("bin/moonadm-hooks is missing (make test-hooks)") return end
       local dir = h.tmpdir()
       -- where that key is written in a clean run
-      run(dir, "MOONADM_HOOK_LOG=" .. dir .. "/count.log", hooks)
+      h.certs_all(dir .. "/root", { MOONADM_HOOK_LOG = dir .. "/count.log" }, h.hooks)
       local n
       for line in io.lines(dir .. "/count.log") do
         local i, path = line:match("^write (%d+) (.+)$")
@@ -29,13 +22,13 @@ describe("regress 003: a key left without its certificate by a killed run", func
       end
       assert.truthy(n)
       os.execute("rm -rf " .. h.q(dir .. "/root"))
-      local code = run(dir, "MOONADM_CRASH_AFTER=write:" .. n, hooks)
+      local code = h.certs_all(dir .. "/root", { MOONADM_CRASH_AFTER = "write:" .. n }, h.hooks)
       assert.equal(137, code)
       local key = dir .. "/root" .. which
       assert.truthy(h.read(key))
       assert.is_nil(h.read((key:gsub("%.key$", ".crt"))))
       local out
-      code, out = run(dir, "")
+      code, out = h.certs_all(dir .. "/root")
       assert.equal(0, code, out)
       assert.truthy(h.read((key:gsub("%.key$", ".crt"))))
       h.rmrf(dir)
@@ -48,7 +41,7 @@ describe("regress 003: a key left without its certificate by a killed run", func
     h.write(key, "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n-----END PRIVATE KEY-----\n")
     -- a key others can read is refused before it is looked at (the trusted-tree check): make it private
     assert(os.execute("chmod 600 " .. h.q(key)))
-    local code, out = run(dir, "")
+    local code, out = h.certs_all(dir .. "/root")
     assert.not_equal(0, code)
     assert.matches("found the key /etc/kubernetes/pki/etcd/peer.key without its certificate", out, 1, true)
     h.rmrf(dir)

@@ -6,35 +6,28 @@ local h = require "helpers"
 local pki = require "moonadm.pki"
 
 describe("regress 005: sa.key without sa.pub after a killed run", function()
-  local hooks = h.top .. "/bin/moonadm-hooks"
-  local f = io.open(hooks, "r")
+  local f = io.open(h.hooks, "r")
   if f then f:close() end
-
-  local function run(dir, env, bin)
-    local cmd = ("env %s %s init phase certs all --root %s >%s/out 2>&1"):format(env, h.q(bin or h.bin), h.q(dir .. "/root"), h.q(dir))
-    local _, _, code = os.execute(cmd)
-    return code, h.read(dir .. "/out")
-  end
 
   it("the next run writes sa.pub from the existing key", function()
     local dir = h.tmpdir()
     local keyp, pubp = dir .. "/root/etc/kubernetes/pki/sa.key", dir .. "/root/etc/kubernetes/pki/sa.pub"
     if f then
-      run(dir, "MOONADM_HOOK_LOG=" .. dir .. "/count.log", hooks)
+      h.certs_all(dir .. "/root", { MOONADM_HOOK_LOG = dir .. "/count.log" }, h.hooks)
       local n
       for line in io.lines(dir .. "/count.log") do
         local i, path = line:match("^write (%d+) (.+)$")
         if path and path:match("/pki/sa%.key$") then n = tonumber(i) end
       end
       os.execute("rm -rf " .. h.q(dir .. "/root"))
-      assert.equal(137, (run(dir, "MOONADM_CRASH_AFTER=write:" .. assert(n), hooks)))
+      assert.equal(137, (h.certs_all(dir .. "/root", { MOONADM_CRASH_AFTER = "write:" .. assert(n) }, h.hooks)))
     else -- without the hooked build: the state such a kill leaves
-      assert.equal(0, (run(dir, "")))
+      assert.equal(0, (h.certs_all(dir .. "/root")))
       os.remove(pubp)
     end
     local key = assert(h.read(keyp))
     assert.is_nil(h.read(pubp))
-    local code, out = run(dir, "")
+    local code, out = h.certs_all(dir .. "/root")
     assert.equal(0, code, out)
     assert.equal(key, h.read(keyp))
     assert.equal(pki.read_key(key):public_pem(), h.read(pubp))

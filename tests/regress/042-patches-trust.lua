@@ -17,7 +17,6 @@ describe("regress 042: the patches directory is trusted like site scripts", func
   end)
   after_each(function() h.rmrf(dir) end)
 
-  local function sh(cmd) assert(os.execute(cmd), cmd) end
   local function apiserver(pdir, ...)
     return h.moonadm { "init", "phase", "control-plane", "apiserver", "--patches", pdir, "--root", root,
       "--apiserver-advertise-address", "192.0.2.1", ... }
@@ -27,7 +26,7 @@ describe("regress 042: the patches directory is trusted like site scripts", func
   it("a patch owned by nobody in a 0777 dir (the issue's reproduction): refused, no manifest written", function()
     local pdir = dir .. "/patches"
     h.write(pdir .. "/kube-apiserver+merge.yaml", HOSTILE)
-    sh(("chmod 0777 %s && chown %d %s"):format(h.q(pdir), NOBODY, h.q(pdir .. "/kube-apiserver+merge.yaml")))
+    h.sh_ok(("chmod 0777 %s && chown %d %s"):format(h.q(pdir), NOBODY, h.q(pdir .. "/kube-apiserver+merge.yaml")))
     local code, out, err = apiserver(pdir)
     assert.not_equal(0, code, out .. err)
     assert.matches(("refusing the patches dir %s: %s is writable by others (mode 0777); fix: chmod go-w %s")
@@ -35,7 +34,7 @@ describe("regress 042: the patches directory is trusted like site scripts", func
     assert.matches("--insecure-scripts", err, 1, true)
     assert.is_nil(manifest(), "no manifest")
     -- the dir made 0755: the file's owner still refuses it
-    sh("chmod 0755 " .. h.q(pdir))
+    h.sh_ok("chmod 0755 " .. h.q(pdir))
     code, out, err = apiserver(pdir)
     assert.not_equal(0, code, out .. err)
     assert.matches(("%s is owned by uid %d, neither root nor the invoking user")
@@ -46,7 +45,7 @@ describe("regress 042: the patches directory is trusted like site scripts", func
   it("the same through patches.directory in --config, and through a patch linked into a 0777 dir", function()
     local pdir, evil = dir .. "/patches", dir .. "/evil"
     h.write(evil .. "/p.yaml", HOSTILE)
-    sh(("chmod 0777 %s && mkdir -m 0755 %s && ln -s %s %s"):format(h.q(evil), h.q(pdir), h.q(evil .. "/p.yaml"),
+    h.sh_ok(("chmod 0777 %s && mkdir -m 0755 %s && ln -s %s %s"):format(h.q(evil), h.q(pdir), h.q(evil .. "/p.yaml"),
       h.q(pdir .. "/kube-apiserver+merge.yaml")))
     h.write(dir .. "/k.yaml", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n" ..
       "  advertiseAddress: 192.0.2.1\npatches:\n  directory: " .. pdir .. "\n")
@@ -64,13 +63,13 @@ describe("regress 042: the patches directory is trusted like site scripts", func
   it("--insecure-scripts warns and applies; a safe dir applies without a word", function()
     local pdir = dir .. "/patches"
     h.write(pdir .. "/kube-apiserver+merge.yaml", "metadata:\n  labels:\n    patched: yes-it-is\n")
-    sh("chmod 0775 " .. h.q(pdir))
+    h.sh_ok("chmod 0775 " .. h.q(pdir))
     local code, out, err = apiserver(pdir, "--insecure-scripts")
     assert.equal(0, code, out .. err)
     assert.matches(("[WARNING] --insecure-scripts: applying the patches dir %s anyway: %s is writable by its group (mode 0775)")
       :format(pdir, pdir), err, 1, true)
     assert.matches("patched: yes-it-is", manifest(), 1, true)
-    sh("chmod 0755 " .. h.q(pdir) .. " && rm -rf " .. h.q(root))
+    h.sh_ok("chmod 0755 " .. h.q(pdir) .. " && rm -rf " .. h.q(root))
     code, out, err = apiserver(pdir)
     assert.equal(0, code, out .. err)
     assert.is_nil(err:find("WARNING", 1, true), err)

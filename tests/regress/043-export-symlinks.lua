@@ -12,7 +12,6 @@ describe("regress 043: scripts export never writes through a planted symlink", f
   before_each(function() dir = h.tmpdir() end)
   after_each(function() h.rmrf(dir) end)
 
-  local function sh(cmd) assert(os.execute(cmd), cmd) end
   local function export(d, ...)
     return h.moonadm { "scripts", "export", d, ... }
   end
@@ -25,7 +24,7 @@ describe("regress 043: scripts export never writes through a planted symlink", f
 
   it("a 0777 DIR is refused before anything is written", function()
     local ex = dir .. "/ex"
-    sh(("mkdir -m 0777 %s"):format(h.q(ex)))
+    h.sh_ok(("mkdir -m 0777 %s"):format(h.q(ex)))
     local code, out, err = export(ex)
     assert.not_equal(0, code, out .. err)
     assert.matches(("refusing to export into %s: %s is writable by others (mode 0777); fix: chmod go-w %s")
@@ -35,7 +34,7 @@ describe("regress 043: scripts export never writes through a planted symlink", f
 
   it("a directory link nobody planted (DIR/framework -> their dir): refused, with and without --force", function()
     local ex, victim = dir .. "/ex", dir .. "/victim"
-    sh(("mkdir -m 0777 %s %s && ln -s %s %s && chown -h %d %s"):format(h.q(ex), h.q(victim), h.q(victim),
+    h.sh_ok(("mkdir -m 0777 %s %s && ln -s %s %s && chown -h %d %s"):format(h.q(ex), h.q(victim), h.q(victim),
       h.q(ex .. "/framework"), NOBODY, h.q(ex .. "/framework")))
     for _, force in ipairs { false, true } do
       local code, out, err = export(ex, force and "--force" or nil)
@@ -44,7 +43,7 @@ describe("regress 043: scripts export never writes through a planted symlink", f
       assert.equal("", listing(victim), "nothing written through the link")
     end
     -- the dir made 0755 (the link stays): the link itself is refused
-    sh("chmod 0755 " .. h.q(ex))
+    h.sh_ok("chmod 0755 " .. h.q(ex))
     local code, out, err = export(ex, "--force")
     assert.not_equal(0, code, out .. err)
     assert.matches(("%s is a symlink moonadm did not make; fix: rm %s"):format(ex .. "/framework", ex .. "/framework"),
@@ -56,7 +55,7 @@ describe("regress 043: scripts export never writes through a planted symlink", f
     local ex, target = dir .. "/ex", dir .. "/precious"
     assert.equal(0, (export(ex)))
     h.write(target, "precious\n")
-    sh(("rm %s && ln -s %s %s"):format(h.q(ex .. "/framework/version.lua"), h.q(target), h.q(ex .. "/framework/version.lua")))
+    h.sh_ok(("rm %s && ln -s %s %s"):format(h.q(ex .. "/framework/version.lua"), h.q(target), h.q(ex .. "/framework/version.lua")))
     for _, force in ipairs { false, true } do
       local code, out, err = export(ex, force and "--force" or nil)
       assert.not_equal(0, code, out .. err)
@@ -66,7 +65,7 @@ describe("regress 043: scripts export never writes through a planted symlink", f
   end)
 
   it("a new DIR (in a sticky dir such as /tmp too), an existing safe DIR, the operator's link to a safe dir: exported", function()
-    sh(("mkdir -m 1777 %s"):format(h.q(dir .. "/sticky")))
+    h.sh_ok(("mkdir -m 1777 %s"):format(h.q(dir .. "/sticky")))
     local code, out, err = export(dir .. "/sticky/ex")
     assert.equal(0, code, out .. err)
     assert.truthy(h.read(dir .. "/sticky/ex/framework/version.lua"))
@@ -75,11 +74,11 @@ describe("regress 043: scripts export never writes through a planted symlink", f
     assert.truthy(h.read(dir .. "/new/deeper/framework/version.lua"))
     code, out, err = export(dir .. "/new/deeper")
     assert.equal(0, code, out .. err)
-    sh(("ln -s %s %s"):format(h.q(dir .. "/new/deeper"), h.q(dir .. "/mine")))
+    h.sh_ok(("ln -s %s %s"):format(h.q(dir .. "/new/deeper"), h.q(dir .. "/mine")))
     code, out, err = export(dir .. "/mine", "--force")
     assert.equal(0, code, out .. err)
     -- but not a DIR that is a link nobody owns
-    sh(("chown -h %d %s"):format(NOBODY, h.q(dir .. "/mine")))
+    h.sh_ok(("chown -h %d %s"):format(NOBODY, h.q(dir .. "/mine")))
     code, out, err = export(dir .. "/mine", "--force")
     assert.not_equal(0, code, out .. err)
     assert.matches(("%s is a symlink owned by uid %d"):format(dir .. "/mine", NOBODY), out .. err, 1, true)

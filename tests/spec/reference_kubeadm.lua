@@ -9,7 +9,7 @@ local h = require "helpers"
 
 local M = {}
 
-M.bin = os.getenv("MOONADM_REFERENCE_KUBEADM") or (h.top .. "/.lab/bin/kubeadm")
+M.bin = os.getenv("MOONADM_REFERENCE_KUBEADM") or (h.lab_bin .. "/kubeadm")
 M.VERSION = "v1.35.4"
 -- /var/lib as a whole (not /var/lib/kubelet and /var/lib/etcd), so that kubeadm creates those two
 -- dirs itself and their modes can be compared; kubeadm reads nothing else under /var/lib.
@@ -19,7 +19,13 @@ M.BIND_DIRS = { "/etc/kubernetes", "/var/lib" }
 -- (lab/build-bins.sh with LAB_RELEASES).
 function M.bin_for(release)
   if not release or release == M.VERSION then return M.bin end
-  return h.top .. "/.lab/bin/" .. release .. "/kubeadm"
+  return h.lab_bin .. "/" .. release .. "/kubeadm"
+end
+
+-- busted's `test` (it, describe) for tests that need the reference kubeadm of release (default
+-- the lab's), or `pending` where it is not built and need not be (helpers.when_built).
+function M.when_built(release, test, pending)
+  return h.when_built(M.bin_for(release), "make lab-bins-for-specs", test, pending)
 end
 
 -- Raises (a failing spec, never a silent pass) when the reference binary is missing or of another version.
@@ -35,11 +41,6 @@ function M.require(release)
   if code ~= 0 or not out:find(want, 1, true) then
     error(("%s is not kubeadm %s: %s"):format(bin, want, tostring(out)), 0)
   end
-end
-
-local function sh(cmd)
-  local ok = os.execute(cmd)
-  assert(ok, "command failed: " .. cmd)
 end
 
 -- Every file and directory under dir: {[relpath] = {type = "file"|"dir", mode = "600", data = ...}}.
@@ -79,7 +80,7 @@ function M.run_kubeadm(config, phases, scratch, opts)
   local root = scratch .. "/kubeadm"
   local mounts = {}
   for _, d in ipairs(M.BIND_DIRS) do
-    sh("mkdir -p " .. h.q(root .. d))
+    h.sh_ok("mkdir -p " .. h.q(root .. d))
     mounts[#mounts + 1] = { type = "bind", src = root .. d, dst = d }
   end
   local outs = {}
@@ -102,8 +103,8 @@ end
 function M.run_moonadm(config, phases, scratch, opts)
   opts = opts or {}
   local root = scratch .. "/moonadm"
-  sh("mkdir -p " .. h.q(root))
-  for _, d in ipairs(opts.mkdirs or {}) do sh("mkdir -p " .. h.q(root .. d)) end
+  h.sh_ok("mkdir -p " .. h.q(root))
+  for _, d in ipairs(opts.mkdirs or {}) do h.sh_ok("mkdir -p " .. h.q(root .. d)) end
   local outs = {}
   for i, args in ipairs(phases) do
     if type(args) == "number" then os.execute("sleep " .. args); goto next end

@@ -4,10 +4,9 @@ local results = require "framework.results"
 local phase = require "framework.phase"
 local flow_mod = require "framework.flow"
 local errors = require "framework.errors"
+local h = require "helpers"
 
-local function ctx_with(gates)
-  return { gates = gates or {}, gate = function(self, g) return self.gates[g] == true end }
-end
+local ctx_with = h.ctx_with
 
 -- A flow of recording phases: every run appends its path to `ran`.
 local function recording_flow(ran)

@@ -7,17 +7,7 @@ local h = require "helpers"
 local flow_mod = require "framework.flow"
 local runner = require "framework.runner"
 
-local function ctx_with(gates)
-  return { gates = gates or {}, cfg = { join = {}, cluster = {} }, flags = {}, data = {},
-    gate = function(self, g) return self.gates[g] == true end }
-end
-
--- Writes a file with an owner-only-writable mode (mktemp's dirs are 0700 and root-owned).
-local function put(path, text, mode)
-  h.write(path, text)
-  os.execute(("chmod %s %s"):format(mode or "0644", h.q(path)))
-  return path
-end
+local ctx_with, put = h.ctx_with, h.put
 
 local function run_paths(f, gates)
   local out = {}
@@ -423,7 +413,7 @@ end }
       for path, text in pairs(require("site.reference").files()) do
         local full = h.top .. "/" .. path
         if os.getenv("MOONADM_UPDATE_DOCS") == "1" then h.write(full, text) end
-        assert.equal(text, h.read(full), path .. " is out of date: MOONADM_UPDATE_DOCS=1 tests/busted.sh tests/spec/scripting_spec.lua")
+        assert.equal(text, h.read(full), path .. " is out of date: MOONADM_UPDATE_DOCS=1 tests/busted.sh tests/proc/scripting_spec.lua")
       end
     end)
 

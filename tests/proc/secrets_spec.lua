@@ -179,7 +179,7 @@ describe("key files and temp files", function()
   before_each(function() dir = h.tmpdir() end)
   after_each(function() h.rmrf(dir) end)
 
-  local hooks = h.top .. "/bin/moonadm-hooks"
+  local hooks = h.hooks
   local have_hooks = io.open(hooks, "r")
   if have_hooks then have_hooks:close() end
 
@@ -282,16 +282,11 @@ describe("client.scrub", function()
   end)
 end)
 
-describe("token list -v 10 against a real kube-apiserver (tests/fixtures/apiserver.sh)", function()
+local labbin = h.lab_bin .. "/kube-apiserver"
+h.when_built(labbin, "make lab-bins", describe, pending)("token list -v 10 against a real kube-apiserver (tests/fixtures/apiserver.sh)", function()
   local fixture = h.top .. "/tests/fixtures/apiserver.sh"
-  local labbin = (os.getenv("MOONADM_LAB_BIN") or (h.top .. "/.lab/bin")) .. "/kube-apiserver"
   local dir
-  local function sh(cmd)
-    local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-    local out = p:read("a")
-    p:close()
-    return tonumber(out:match("rc=(%d+)%s*$")), out
-  end
+  local sh = h.sh
   setup(function()
     local f = io.open(labbin, "rb")
     assert(f, "the lab's kube-apiserver is missing at " .. labbin .. ": build it with `make lab-bins`")

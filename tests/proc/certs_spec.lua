@@ -3,14 +3,10 @@
 local pki = require "moonadm.pki"
 local helpers = require "helpers"
 
-local q = helpers.q
-
-local function sh(cmd)
-  local p = io.popen(cmd .. " 2>&1; echo \"rc=$?\"")
-  local out = p:read("a")
-  p:close()
-  return tonumber(out:match("rc=(%d+)%s*$")), out
-end
+local q, sh, snapshot = helpers.q, helpers.sh, helpers.snapshot
+-- The reference kubeadm (lab/build-bins.sh), for the tests that hand it moonadm's PKI.
+local KUBEADM = helpers.lab_bin .. "/kubeadm"
+local with_kubeadm = helpers.when_built(KUBEADM, "make lab-bins", it, pending)
 
 local CFG = [[
 apiVersion: kubeadm.k8s.io/v1beta4
@@ -47,18 +43,6 @@ end
 local function pkipath(root, f) return root .. "/etc/kubernetes/pki/" .. f end
 local function info(root, f) return assert(pki.read_cert(assert(helpers.read(pkipath(root, f))))):info() end
 
--- Every file under root (path, mode, sha256), sorted: to assert that nothing changed.
-local function snapshot(root)
-  local p = io.popen("cd " .. q(root) .. " && find . -printf '%P %m %y\\n' | sort")
-  local out = {}
-  for line in p:lines() do
-    local path, _, ty = line:match("^(%S*) (%d+) (%a)$")
-    if ty == "f" then line = line .. " " .. helpers.sha256(helpers.read(root .. "/" .. path)) end
-    out[#out + 1] = line
-  end
-  p:close()
-  return table.concat(out, "\n")
-end
 
 describe("init phase certs", function()
   local dir, root, cfg, out
@@ -331,12 +315,10 @@ describe("init phase certs", function()
     end)
   end
 
-  it("is read by the reference kubeadm's check-expiration", function()
-    local kubeadm = helpers.top .. "/.lab/bin/kubeadm"
-    if not io.open(kubeadm) then pending("no .lab/bin/kubeadm") return end
+  with_kubeadm("is read by the reference kubeadm's check-expiration", function()
     local d = helpers.tmpdir()
     helpers.write(d .. "/k.yaml", CFG:format("certificatesDir: " .. root .. "/etc/kubernetes/pki"))
-    local code, o = sh(q(kubeadm) .. " certs check-expiration --config " .. q(d .. "/k.yaml") .. " 2>/dev/null")
+    local code, o = sh(q(KUBEADM) .. " certs check-expiration --config " .. q(d .. "/k.yaml") .. " 2>/dev/null")
     assert.equal(0, code, o)
     for _, name in ipairs { "apiserver", "etcd-peer", "front-proxy-client" } do
       assert.matches("\n" .. name:gsub("%-", "%%-") .. " +%a%a%a %d%d, %d+ %d%d:%d%d UTC +364d", o)
@@ -347,15 +329,13 @@ describe("init phase certs", function()
 
   -- The RSA keys come from moonadm's own prime search (engine/pki_rsa.c): Go's parser, which
   -- validates a PKCS#1 key's primes and CRT values, must take moonadm's CA key and sign with it.
-  it("gives the reference kubeadm a CA key it signs with (moonadm's RSA generator)", function()
-    local kubeadm = helpers.top .. "/.lab/bin/kubeadm"
-    if not io.open(kubeadm) then pending("no .lab/bin/kubeadm") return end
+  with_kubeadm("gives the reference kubeadm a CA key it signs with (moonadm's RSA generator)", function()
     local d = helpers.tmpdir()
     local dir = d .. "/pki"
     assert.equal(0, (sh("mkdir -p " .. q(dir) .. " && cp " .. q(pkipath(root, "ca.crt")) .. " " ..
       q(pkipath(root, "ca.key")) .. " " .. q(dir))))
     helpers.write(d .. "/k.yaml", CFG:format("certificatesDir: " .. dir))
-    local code, o = sh(q(kubeadm) .. " init phase certs apiserver --config " .. q(d .. "/k.yaml") .. " 2>&1")
+    local code, o = sh(q(KUBEADM) .. " init phase certs apiserver --config " .. q(d .. "/k.yaml") .. " 2>&1")
     assert.equal(0, code, o)
     assert.matches('[certs] Generating "apiserver" certificate and key', o, 1, true)
     local c2, o2 = sh("openssl verify -CAfile " .. q(dir .. "/ca.crt") .. " " .. q(dir .. "/apiserver.crt") .. " 2>&1")

@@ -51,7 +51,7 @@ local function exceptions()
   return list
 end
 
-describe("the command tree against the reference kubeadm", function()
+ref.when_built(nil, describe, pending)("the command tree against the reference kubeadm", function()
   local tree -- {["init phase certs"] = parsed help}
   setup(function()
     ref.require()

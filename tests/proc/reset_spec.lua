@@ -41,19 +41,7 @@ local function populate(root)
   for _, f in ipairs(files) do h.write(root .. f, f == "/etc/kubernetes/manifests/etcd.yaml" and ETCD_MANIFEST or "x") end
 end
 
--- Every path under root with its content: a snapshot to compare.
-local function snapshot(root)
-  local p = io.popen("cd " .. h.q(root) .. " && find . | sort")
-  local out = {}
-  for line in p:lines() do
-    local f = io.open(root .. "/" .. line, "rb")
-    local body = f and f:read("a") or ""
-    if f then f:close() end
-    out[#out + 1] = line .. "=" .. body
-  end
-  p:close()
-  return table.concat(out, "\n")
-end
+local snapshot = h.snapshot
 
 local function reset(root, extra, stdin, phase)
   local args = { "reset", "--root", root, "--node-runtime", "none", "--kubeconfig", "/etc/kubernetes/admin.conf" }

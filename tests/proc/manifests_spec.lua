@@ -7,7 +7,7 @@ local yaml = require "moonadm.yaml"
 local h = require "helpers"
 local args = require "kube.args"
 
-local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+local dir = h.top .. "/tests/spec/" -- its fixtures: tests/spec/fixtures
 
 local HEAD = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: %s\n" ..
   "nodeRegistration:\n  name: cp1\n  criSocket: unix:///var/run/containerd/containerd.sock\n---\n" ..

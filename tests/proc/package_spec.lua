@@ -5,12 +5,7 @@
 -- every library linked in statically.
 local h = require "helpers"
 
-local function sh(cmd)
-  local p = io.popen("(" .. cmd .. ") 2>&1")
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return ok and 0 or code, out
-end
+local sh = h.sh
 
 local function lines(s)
   local t = {}

@@ -3,12 +3,7 @@
 -- names one, and a refusal says which role it is for (issue 20, item 4).
 local h = require "helpers"
 
--- Writes a file with an owner-only-writable mode (the trust check refuses others' files).
-local function put(path, text)
-  h.write(path, text)
-  os.execute(("chmod 0644 %s"):format(h.q(path)))
-  return path
-end
+local put = h.put -- (the trust check refuses files others may write)
 
 -- The stock join order with kubelet-wait-bootstrap moved above etcd-join: fine for a worker
 -- (no local etcd), a wait that never ends for a control plane whose kubelet talks to its own

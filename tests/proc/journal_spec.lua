@@ -237,7 +237,7 @@ end)
 
 -- The crash sweeps below run bin/moonadm-hooks (engine/testhooks.h): once with a hook log, to learn
 -- every file write (its rename), then killed right after each one in turn.
-local HOOKS = h.top .. "/bin/moonadm-hooks"
+local HOOKS = h.hooks
 local have_hooks = io.open(HOOKS, "r")
 if have_hooks then have_hooks:close() end
 
