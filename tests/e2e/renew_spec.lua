@@ -37,9 +37,11 @@ local function lua_on(node, chunk)
   return code, out
 end
 
-local function etcd_port_free(node_ip)
-  local _, out = lua_on("cp1", ("print(require('moonadm.net').port_free(%q, 2379))"):format(node_ip))
-  return out:match("true") ~= nil, out
+-- Whether nothing listens on etcd's client port of a node (asked in its own network namespace).
+local function etcd_port_free(node)
+  local ip = LAB.subnet .. "." .. (10 + tonumber(node:match("%d+$")))
+  local _, out = lua_on(node, ("print(require('moonadm.net').port_free(%q, 2379))"):format(ip))
+  return out:match("^true") ~= nil, out
 end
 
 -- NotBefore of a node's certificate file (relative to its root).
@@ -121,7 +123,7 @@ describe("certs renew --if-expiring-within on a 3-control-plane lab", function()
     local aside = st.dir .. "/cp2-etcd.yaml"
     assert(os.rename(manifest, aside))
     local ok, err = pcall(function()
-      fixture.wait_for("cp2's etcd to stop", 60, function() return etcd_port_free(LAB.subnet .. ".12") end)
+      fixture.wait_for("cp2's etcd to stop", 60, function() return etcd_port_free("cp2") end)
       local code, out = run("cp1", { "certs", "renew", "etcd-server", "--if-expiring-within", "9000h" })
       assert.equal(1, code, out)
       assert.matches("Not restarting etcd now: another etcd member is not healthy", out, 1, true)
@@ -130,8 +132,8 @@ describe("certs renew --if-expiring-within on a 3-control-plane lab", function()
     assert(os.rename(aside, manifest))
     assert(ok, err)
     fixture.wait_for("cp2's etcd to be back", 90, function()
-      local free, out = etcd_port_free(LAB.subnet .. ".12")
-      return not free and out:match("false") ~= nil, out
+      local free, out = etcd_port_free("cp2")
+      return not free and out:match("^false") ~= nil, out
     end)
     os.execute("sleep 5")
     local code, out = run("cp1", NOTHING_DUE)
