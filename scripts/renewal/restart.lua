@@ -136,7 +136,7 @@ end
 function M.restart_one(ctx, component, node)
   local path = manifests.path(component)
   local text = stamped(path)
-  local before = control_plane.mirror_hash(ctx, component, node)
+  local before = control_plane.wait_mirror(ctx, component, node, capi.timeout(ctx, "upgradeManifests"), M.PREFIX)
   log.info("%s Restarting %s to load its renewed certificates", M.PREFIX, component)
   local ok, err = fs.write(path, text, "0600")
   if not ok then error(("writing %s: %s"):format(path, err), 0) end

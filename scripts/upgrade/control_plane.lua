@@ -59,9 +59,22 @@ local function poll_client(ctx)
   return c
 end
 
--- The hash the component's mirror pod shows now, or nil (no answer: the API may be restarting).
-function M.mirror_hash(ctx, component, node)
-  return hash_of((mirror(poll_client(ctx), component, node)))
+-- The hash the component's mirror pod shows before its manifest changes, waiting until the kubelet
+-- shows one (kubeadm's WaitForStaticPodSingleHash): a mirror the kubelet has yet to re-create (the
+-- API server was away) would otherwise leave nothing to tell the new hash from. prefix: the log lines'.
+function M.wait_mirror(ctx, component, node, timeout, prefix)
+  local c = poll_client(ctx)
+  local h = hash_of((mirror(c, component, node)))
+  if h then return h end
+  log.info("%s Waiting for the kubelet to show the mirror Pod of %s on %s. This can take up to %s",
+    prefix or "[upgrade/staticpods]", component, node, capi.go_duration(timeout))
+  return capi.poll(("the mirror Pod of %s on %s (is the kubelet running and reaching the API server?)")
+    :format(component, node), timeout, M.INTERVAL, function()
+      local pod, err = mirror(c, component, node)
+      local ph = hash_of(pod)
+      if ph then return ph end
+      return nil, pod and ("it has no " .. M.HASH) or tostring(err)
+    end)
 end
 
 -- Waits until the component's mirror pod shows the new hash: the lab's content hash, or (a real
@@ -239,13 +252,11 @@ local function upgrade_component(ctx, st, component)
     if st.renew then certs.renew(ctx, certs.names(ctx.cfg.cluster, component)) end
     return true
   end
-  local c = poll_client(ctx)
-  -- the mirror pod's hash before the change (none yet: any hash the kubelet shows will do)
-  local pod, perr = mirror(c, component, st.node)
-  if not pod and perr.code ~= 404 then
-    error(("[upgrade/staticpods] reading the mirror pod of %s on %s: %s"):format(component, st.node, tostring(perr)), 0)
+  local wok, before = pcall(M.wait_mirror, ctx, component, st.node, capi.timeout(ctx, "upgradeManifests"))
+  if not wok then
+    error(("[upgrade/staticpods] %s is unchanged: %s; run the upgrade again once the kubelet shows it")
+      :format(component, errors_msg(before)), 0)
   end
-  local before = hash_of(pod)
   if st.renew then certs.renew(ctx, certs.names(ctx.cfg.cluster, component)) end
   log.info("[upgrade/staticpods] Moving new manifest to %q and backing up old manifest to %q", path,
     st.backup_dir .. "/" .. component .. ".yaml")

@@ -82,6 +82,11 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     local code, out = on("cp1", { "moonadm", "upgrade", "apply", "--config", dir .. ".yaml", "--yes" })
     io.stderr:write(("\n[figure] upgrade apply %s -> %s with a broken %s: failed and rolled back in %ds\n")
       :format(FROM, TO, component, os.time() - t0))
+    if not out:find("the upgrade of " .. component .. " failed", 1, true) then
+      -- another component failed: what the kubelet stand-in saw, for whoever reads the failure
+      local klog = h.read(root .. "/var/log/moonadm-kubelet.log") or ""
+      io.stderr:write("\n[cp1 kubelet stand-in, last lines]\n", klog:sub(-6000), "\n")
+    end
     return code, out
   end
 
@@ -120,6 +125,14 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
       end
     end
     assert.same({}, lost)
+    -- the kubelet shows etcd's mirror Pod again, from the restored manifest (what the next upgrade
+    -- waits for before it changes etcd: the API server may take a while to take etcd back)
+    local want = h.sha256(old_manifest):sub(1, 32)
+    fixture.wait_for("the mirror Pod etcd-cp1 of the restored manifest", 180, function()
+      local rc, hash = kubectl({ "-n", "kube-system", "get", "pod", "etcd-cp1", "-o",
+        [[jsonpath={.metadata.annotations.kubernetes\.io/config\.hash}]] })
+      return rc == 0 and hash == want, hash
+    end, 2)
     -- the failed etcd's data is kept beside the backup, and the data dir has nothing of the restore left
     code, out = fixture.exec(st, "cp1", { "sh", "-c", "ls -d /etc/kubernetes/tmp/kubeadm-backup-etcd-*/etcd-failed/member "
       .. "&& test ! -e /var/lib/etcd/.moonadm-restore" })
