@@ -23,6 +23,10 @@ static inline int ma_push_err(lua_State *L, const ma_err *e)
 	return 3;
 }
 
+/* The root prefix of fs.set_root (bindings/lfs.c): a binding that writes or reads a node path
+ * resolves it under this, as moonadm.fs does. */
+const char *ma_fs_root_of(lua_State *L);
+
 /* bindings/commit.c: commit pending file writes (fs.h's group) first. ma_guard_table wraps the C
  * functions of the table at idx (only those in `only` when not NULL, none in `except`). */
 void ma_commit_or_raise(lua_State *L);

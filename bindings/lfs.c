@@ -20,6 +20,11 @@ static const char *root(lua_State *L)
 	return r ? r : "/";
 }
 
+const char *ma_fs_root_of(lua_State *L)
+{
+	return root(L);
+}
+
 static mode_t checkmode(lua_State *L, int i, mode_t def)
 {
 	if (lua_isnoneornil(L, i))

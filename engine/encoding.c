@@ -81,3 +81,18 @@ void ma_sha256_hex(const void *data, size_t n, char out[65])
 	sha256_digest(&ctx, sizeof md, md);
 	ma_hex(md, sizeof md, out);
 }
+
+void ma_sha256_init(ma_sha256 *h)
+{
+	sha256_init(&h->c);
+}
+
+void ma_sha256_update(ma_sha256 *h, const void *data, size_t n)
+{
+	sha256_update(&h->c, n, data);
+}
+
+void ma_sha256_final(ma_sha256 *h, unsigned char out[MA_SHA256_LEN])
+{
+	sha256_digest(&h->c, MA_SHA256_LEN, out);
+}

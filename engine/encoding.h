@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include <nettle/sha2.h>
+
 #include "err.h"
 
 /* The encoded length of n bytes (padded), without the terminating NUL. */
@@ -19,5 +21,14 @@ int ma_base64_decode(const char *text, size_t n, unsigned char *out, size_t *out
 void ma_hex(const void *in, size_t n, char *out);
 /* The SHA-256 of data, as 64 lowercase hex digits and a NUL. */
 void ma_sha256_hex(const void *data, size_t n, char out[65]);
+/* SHA-256 over data that comes in pieces (a snapshot stream, a file read in blocks). */
+typedef struct ma_sha256 {
+	struct sha256_ctx c;
+} ma_sha256;
+#define MA_SHA256_LEN 32
+void ma_sha256_init(ma_sha256 *h);
+void ma_sha256_update(ma_sha256 *h, const void *data, size_t n);
+/* The digest; h starts over (as after ma_sha256_init). */
+void ma_sha256_final(ma_sha256 *h, unsigned char out[MA_SHA256_LEN]);
 
 #endif

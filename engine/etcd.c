@@ -644,6 +644,8 @@ static int status_decode(ma_json *j, const char *ep, ma_etcd_status *out, ma_err
 		ma_json_free(j);
 		return -1;
 	}
+	ma_json_u64(ma_json_get(hd, "cluster_id"), &out->cluster_id);
+	ma_json_u64(ma_json_get(hd, "revision"), &out->revision);
 	ma_json_u64(ma_json_get(j, "leader"), &out->leader);
 	ma_json_u64(ma_json_get(j, "raftIndex"), &out->raft_index);
 	ma_json_u64(ma_json_get(j, "raftTerm"), &out->raft_term);
@@ -761,6 +763,109 @@ void ma_etcd_health_free(ma_etcd_health *h)
 	free(h->endpoint);
 	free(h->reason);
 	memset(h, 0, sizeof *h);
+}
+
+/* ---- snapshots (the decoder and the file check: engine/etcd_snapshot.c) ---- */
+
+struct snap_x {
+	ma_etcd_snapdec *d;
+	ma_err err;
+};
+
+static int snap_sink(const char *buf, size_t len, void *ud)
+{
+	struct snap_x *x = ud;
+	return ma_etcd_snapdec_feed(x->d, buf, len, &x->err) < 0; /* nonzero: the transfer stops */
+}
+
+/* The answer of a stream that did not run to its end as a 2xx: etcd's error, else what it is. */
+static int snap_refused(struct snap_x *x, const ma_http_resp *resp, const char *ep, ma_err *e)
+{
+	ma_err de = {0};
+	ma_etcd_snapshot none = {0};
+	int bad = ma_etcd_snapdec_feed(x->d, resp->body, resp->body_len, &de) < 0 ||
+		  ma_etcd_snapdec_finish(x->d, &none, &de) < 0; /* (a body without its last newline) */
+	ma_etcd_snapshot_free(&none);
+	if (bad && de.code >= 1 && de.code <= 16) {
+		*e = de; /* etcd's own error */
+		return -1;
+	}
+	char sn[128];
+	shorten(sn, sizeof sn, resp->body, resp->body_len); /* an error page, never snapshot data */
+	ma_fail(e, "etcd: %s: snapshot: HTTP %ld, not an etcd answer: %s", ep, resp->status, sn[0] ? sn : "(empty body)");
+	e->code = MA_ETCD_EPROTO;
+	return -1;
+}
+
+/* The stream itself, on handle h. */
+static int snap_stream(ma_http *h, const char *ep, const ma_etcd_snapshot_opts *o, ma_etcd_snapshot_sink sink,
+		       void *ud, ma_etcd_snapshot *out, ma_err *e)
+{
+	struct snap_x x = {0};
+	if (!(x.d = ma_etcd_snapdec_new(ep, o ? o->max_line : 0, sink, ud, e)))
+		return -1;
+	ma_http_req r = {0};
+	r.method = "POST";
+	r.path = "/v3/maintenance/snapshot";
+	r.headers = json_headers;
+	r.body = "{}";
+	r.body_len = 2;
+	r.timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : MA_ETCD_SNAPSHOT_TIMEOUT_DEFAULT;
+	r.sink = snap_sink;
+	r.sink_ud = &x;
+	ma_http_resp resp = {0};
+	ma_err he = {0};
+	int rc = ma_http_do(h, &r, &resp, &he);
+	if (rc < 0 && !x.err.msg[0]) {
+		ma_fail(e, "etcd: %s: snapshot: %s", ep, he.msg);
+		e->code = he.code == MA_HTTP_ETLS ? MA_ETCD_ETLS
+			  : he.code == MA_HTTP_ETOOLARGE ? MA_ETCD_EPROTO : MA_ETCD_EUNREACHABLE;
+	} else if (x.err.msg[0]) { /* the decoder or the sink stopped it */
+		*e = x.err;
+		rc = -1;
+	} else if (resp.status < 200 || resp.status >= 300) {
+		rc = snap_refused(&x, &resp, ep, e);
+	} else {
+		rc = ma_etcd_snapdec_finish(x.d, out, e);
+	}
+	ma_http_resp_free(&resp);
+	ma_etcd_snapdec_free(x.d);
+	return rc;
+}
+
+int ma_etcd_snapshot_save(ma_etcd *c, size_t i, const char *url, const ma_etcd_snapshot_opts *o,
+			  ma_etcd_snapshot_sink sink, void *ud, ma_etcd_snapshot *out, ma_err *e)
+{
+	memset(out, 0, sizeof *out);
+	ma_etcd_status st;
+	if (ma_etcd_endpoint_status(c, i, url, &st, e) < 0) { /* who answers, and the revision before */
+		ma_etcd_status_free(&st);
+		return -1;
+	}
+	out->endpoint = st.endpoint;
+	out->version = st.version;
+	st.endpoint = st.version = NULL;
+	out->member_id = st.member_id;
+	out->cluster_id = st.cluster_id;
+	out->revision = st.revision;
+	ma_etcd_status_free(&st);
+	const char *ep;
+	ma_http *tmp, *h = pick(c, i, url, &ep, &tmp, e);
+	if (!h)
+		return -1;
+	int rc = snap_stream(h, ep, o, sink, ud, out, e);
+	ma_http_free(tmp);
+	return rc;
+}
+
+void ma_etcd_snapshot_free(ma_etcd_snapshot *s)
+{
+	if (!s)
+		return;
+	free(s->endpoint);
+	free(s->version);
+	free(s->storage_version);
+	memset(s, 0, sizeof *s);
 }
 
 /* ---- answers without a transport (engine/etcd.h: the fuzz targets' entry points) ---- */

@@ -417,6 +417,101 @@ int ma_fs_write(const char *root, const char *path, const void *data, size_t len
 	return write_host(host, data, len, mode, e);
 }
 
+/* ---- streamed atomic writes (fs.h) ---- */
+struct ma_fs_stream {
+	int fd, synced;
+	char host[MA_PATH_MAX], dir[MA_PATH_MAX], tmp[MA_PATH_MAX];
+};
+
+ma_fs_stream *ma_fs_stream_open(const char *root, const char *path, mode_t mode, ma_err *e)
+{
+	ma_fs_stream *s = calloc(1, sizeof *s);
+	if (!s) {
+		ma_fail(e, "out of memory writing %s", path);
+		return NULL;
+	}
+	struct stat st;
+	if (ma_fs_resolve(root, path, s->host, sizeof s->host, e))
+		goto fail;
+	dir_of(s->host, s->dir, sizeof s->dir);
+	const char *slash = strrchr(s->host, '/');
+	if (stat(s->dir, &st) != 0) {
+		ma_fail_errno(e, errno, "the directory of %s", s->host);
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ma_fail(e, "%s is not a directory (writing %s)", s->dir, s->host);
+		goto fail;
+	}
+	if ((s->fd = create_temp(s->host, s->dir, slash ? slash + 1 : s->host, mode, s->tmp, e)) < 0)
+		goto fail;
+	MA_HOOK_FIRST_BYTE(s->fd, s->host);
+	return s;
+fail:
+	free(s);
+	return NULL;
+}
+
+int ma_fs_stream_write(ma_fs_stream *s, const void *data, size_t len, ma_err *e)
+{
+	int err = write_all(s->fd, data, len);
+	s->synced = 0;
+	return err ? ma_fail_errno(e, err, "write %s (temp file %s)", s->host, s->tmp) : 0;
+}
+
+int ma_fs_stream_sync(ma_fs_stream *s, ma_err *e)
+{
+	if (s->synced)
+		return 0;
+	if (fsync(s->fd) != 0)
+		return ma_fail_errno(e, errno, "fsync %s (temp file %s)", s->host, s->tmp);
+	s->synced = 1;
+	return 0;
+}
+
+int ma_fs_stream_fd(const ma_fs_stream *s)
+{
+	return s->fd;
+}
+
+const char *ma_fs_stream_host(const ma_fs_stream *s)
+{
+	return s->host;
+}
+
+void ma_fs_stream_abort(ma_fs_stream *s)
+{
+	if (!s)
+		return;
+	close(s->fd);
+	unlink(s->tmp);
+	free(s);
+}
+
+int ma_fs_stream_commit(ma_fs_stream *s, ma_err *e)
+{
+	if (ma_fs_stream_sync(s, e)) {
+		ma_fs_stream_abort(s);
+		return -1;
+	}
+	if (renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->host, RENAME_NOREPLACE) != 0) {
+		int err = errno;
+		if (err == EEXIST)
+			ma_fail(e, "%s already exists: it is not replaced (remove it, or name another file)", s->host);
+		else
+			ma_fail_errno(e, err, "rename into %s", s->host);
+		if (e)
+			e->code = err;
+		ma_fs_stream_abort(s);
+		return -1;
+	}
+	close(s->fd);
+	int rc = fsync_dir(s->dir, e);
+	MA_HOOK_MUTATION("write", s->host);
+	free(s);
+	return rc;
+}
+
 /* Reads fd to its end, at most max bytes (more is an error naming host). Closes fd. */
 static int read_fd(int fd, const char *host, size_t max, char **data, size_t *len, ma_err *e)
 {

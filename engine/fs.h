@@ -45,6 +45,23 @@ void ma_fs_group_abort(void);
 /* Commits and leaves group mode. */
 int ma_fs_group_end(ma_err *e);
 
+/* An atomic write of bytes that come in pieces (a snapshot streamed from etcd): ma_fs_write's temp
+ * file (".NAME.tmp-XXXXXX" beside path, flocked, its final mode before the first byte), filled piece
+ * by piece. ma_fs_stream_commit makes it durable (fsync), renames it into place without replacing
+ * an existing file (e->code EEXIST) and fsyncs the directory; ma_fs_stream_abort removes it. Both
+ * free the handle, and a failed commit removes the temp file: nothing half-written is ever left at
+ * path. The directory must exist. Not part of a group commit (fs.h's group is for small files). */
+typedef struct ma_fs_stream ma_fs_stream;
+ma_fs_stream *ma_fs_stream_open(const char *root, const char *path, mode_t mode, ma_err *e);
+int ma_fs_stream_write(ma_fs_stream *s, const void *data, size_t len, ma_err *e);
+/* fsync of the temp file: what it holds is on disk and may be read back (ma_fs_stream_fd) before
+ * the commit. */
+int ma_fs_stream_sync(ma_fs_stream *s, ma_err *e);
+int ma_fs_stream_fd(const ma_fs_stream *s);
+const char *ma_fs_stream_host(const ma_fs_stream *s); /* the target's host path */
+int ma_fs_stream_commit(ma_fs_stream *s, ma_err *e);
+void ma_fs_stream_abort(ma_fs_stream *s);
+
 /* Reads a whole file into a malloc'd NUL-terminated buffer. */
 int ma_fs_read(const char *root, const char *path, char **data, size_t *len, ma_err *e);
 /* Reads a host path as given (relative to the working directory, under no root): the user's own

@@ -12,6 +12,7 @@
 
 #include "etcd.h"
 #include "json.h"
+#include "snapfix.h"
 #include "t.h"
 
 /* ---- a canned gateway: every request gets the same status and body ---- */
@@ -20,6 +21,8 @@ struct srv {
 	int fd, port;
 	int status;
 	const char *body;
+	int snap_status;       /* POST /v3/maintenance/snapshot gets these when snap_body is set */
+	const char *snap_body;
 	int reqs;
 	int cur; /* the connection being served, -1 */
 	char last[4096]; /* the last request */
@@ -70,9 +73,11 @@ static void *serve(void *ud)
 			memcpy(s->last, buf, sizeof buf);
 			s->reqs++;
 			pthread_mutex_unlock(&s->mu);
-			int n = snprintf(out, sizeof out, "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-					 s->status, strlen(s->body), s->body);
-			if (write(c, out, (size_t)n) < 0)
+			int snap = s->snap_body && strstr(buf, "/v3/maintenance/snapshot");
+			const char *body = snap ? s->snap_body : s->body;
+			int n = snprintf(out, sizeof out, "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+					 snap ? s->snap_status : s->status, strlen(body));
+			if (write(c, out, (size_t)n) < 0 || write(c, body, strlen(body)) < 0)
 				break;
 		}
 		pthread_mutex_lock(&s->mu);
@@ -383,6 +388,78 @@ static void test_status_health(void)
 	srv_stop(&s);
 }
 
+/* A snapshot through the gateway: the member's status first (revision, IDs, version), then the
+ * stream; etcd's refusal as a non-2xx answer; an answer that is not etcd's. */
+struct coll {
+	size_t n;
+	unsigned char last[32];
+};
+
+static int collect(const unsigned char *buf, size_t len, void *ud, ma_err *e)
+{
+	(void)e;
+	struct coll *c = ud;
+	for (size_t i = 0; i < len; i++)
+		c->last[(c->n + i) % 32] = buf[i];
+	c->n += len;
+	return 0;
+}
+
+static void test_snapshot(void)
+{
+	size_t len;
+	unsigned char *db = fix_db(4096, 4, &len);
+	char *text = fix_stream(db, len, 6000, NULL);
+	struct srv s = {0};
+	s.snap_status = 200;
+	s.snap_body = text;
+	srv_start(&s, 200, "{\"header\":{\"cluster_id\":\"77\",\"member_id\":\"956257101772846903\",\"revision\":\"1234\"},"
+			    "\"version\":\"3.6.6\"}");
+	int ports[] = {s.port};
+	ma_etcd *c = client(1, ports);
+	ma_etcd_snapshot out;
+	struct coll col = {0};
+	ma_err e = {0};
+	CHECK(ma_etcd_snapshot_save(c, 0, NULL, NULL, collect, &col, &out, &e) == 0, "%s", e.msg);
+	CHECK(out.revision == 1234 && !out.revision_exact && out.cluster_id == 77 && out.member_id == 956257101772846903ULL,
+	      "revision %llu", (unsigned long long)out.revision);
+	CHECK_STR(out.version, "3.6.6");
+	CHECK_STR(out.storage_version, "3.6.0");
+	CHECK(out.db_size == len && col.n == len + 32, "%zu bytes", col.n);
+	CHECK(strstr(s.last, "POST /v3/maintenance/snapshot ") && strstr(s.last, "\r\n\r\n{}"), "request: %.200s", s.last);
+	ma_etcd_snapshot_free(&out);
+	/* etcd refuses it: its error and code */
+	s.snap_status = 403;
+	s.snap_body = "{\"error\":{\"code\":7,\"message\":\"etcdserver: permission denied\",\"details\":[]}}\n";
+	CHECK(ma_etcd_snapshot_save(c, 0, NULL, NULL, collect, &col, &out, &e) < 0 && e.code == 7, "%d %s", e.code, e.msg);
+	CHECK(strstr(e.msg, "permission denied (PermissionDenied)"), "%s", e.msg);
+	ma_etcd_snapshot_free(&out);
+	/* not etcd: a proxy's page */
+	s.snap_status = 502;
+	s.snap_body = "<html>Bad Gateway</html>";
+	CHECK(ma_etcd_snapshot_save(c, 0, NULL, NULL, collect, &col, &out, &e) < 0 && e.code == MA_ETCD_EPROTO, "%s", e.msg);
+	CHECK(strstr(e.msg, "HTTP 502, not an etcd answer: <html>Bad Gateway</html>"), "%s", e.msg);
+	ma_etcd_snapshot_free(&out);
+	/* a 200 that stops short */
+	s.snap_status = 200;
+	s.snap_body = text;
+	*(strchr(text, '\n') + 1) = '\0';
+	CHECK(ma_etcd_snapshot_save(c, 0, NULL, NULL, collect, &col, &out, &e) < 0 && e.code == MA_ETCD_EPROTO, "%s", e.msg);
+	CHECK(strstr(e.msg, "bytes short"), "%s", e.msg);
+	ma_etcd_snapshot_free(&out);
+	ma_etcd_free(c);
+	/* nobody there */
+	int dead[] = {dead_port()};
+	c = client(1, dead);
+	CHECK(ma_etcd_snapshot_save(c, 0, NULL, NULL, collect, &col, &out, &e) < 0 && e.code == MA_ETCD_EUNREACHABLE,
+	      "%d %s", e.code, e.msg);
+	ma_etcd_snapshot_free(&out);
+	ma_etcd_free(c);
+	srv_stop(&s);
+	free(text);
+	free(db);
+}
+
 /* An answer of the wrong shape is an error, never an empty result (issue 18: a 200 without
  * "members" read as a cluster with no member). */
 static void test_wrong_shapes(void)
@@ -510,5 +587,6 @@ int main(void)
 	RUN(test_etcd_errors);
 	RUN(test_status_health);
 	RUN(test_wrong_shapes);
+	RUN(test_snapshot);
 	DONE();
 }

@@ -293,6 +293,49 @@ static void test_read_regular(void)
 	unlink(link);
 }
 
+/* A streamed atomic write: the temp file has its final mode from the start, nothing is at the
+ * path before the commit, an existing file is never replaced, and every failure leaves no temp. */
+static void test_stream(void)
+{
+	ma_err e = {0};
+	char dir[MA_PATH_MAX], host[MA_PATH_MAX], cmd[MA_PATH_MAX + 64];
+	CHECK(ma_fs_mkdir(root, "/snap", 0700, &e) == 0, "%s", e.msg);
+	ma_fs_resolve(root, "/snap", dir, sizeof dir, &e);
+	ma_fs_resolve(root, "/snap/a.db", host, sizeof host, &e);
+	ma_fs_stream *s = ma_fs_stream_open(root, "/snap/a.db", 0600, &e);
+	CHECK(s, "%s", e.msg);
+	if (!s)
+		return;
+	struct stat st;
+	CHECK(fstat(ma_fs_stream_fd(s), &st) == 0 && (st.st_mode & 07777) == 0600, "temp mode %o", st.st_mode & 07777);
+	CHECK(ma_fs_stream_write(s, "hello ", 6, &e) == 0 && ma_fs_stream_write(s, "world", 5, &e) == 0, "%s", e.msg);
+	CHECK(access(host, F_OK) != 0, "nothing at the path before the commit");
+	CHECK(ma_fs_stream_sync(s, &e) == 0, "%s", e.msg);
+	CHECK(ma_fs_stream_commit(s, &e) == 0, "%s", e.msg);
+	char *data = NULL;
+	size_t len = 0;
+	CHECK(ma_fs_read(root, "/snap/a.db", &data, &len, &e) == 0 && len == 11 && !memcmp(data, "hello world", 11),
+	      "content");
+	free(data);
+	CHECK(stat(host, &st) == 0 && (st.st_mode & 07777) == 0600, "mode %o", st.st_mode & 07777);
+	/* an existing file stays as it was, and the temp goes */
+	s = ma_fs_stream_open(root, "/snap/a.db", 0600, &e);
+	CHECK(s && ma_fs_stream_write(s, "other", 5, &e) == 0, "%s", e.msg);
+	CHECK(ma_fs_stream_commit(s, &e) == -1 && e.code == EEXIST, "replaced: %s", e.msg);
+	CHECK(strstr(e.msg, "already exists") != NULL, "%s", e.msg);
+	CHECK(ma_fs_read(root, "/snap/a.db", &data, &len, &e) == 0 && len == 11, "the old file is kept");
+	free(data);
+	/* abort */
+	s = ma_fs_stream_open(root, "/snap/b.db", 0600, &e);
+	CHECK(s && ma_fs_stream_write(s, "x", 1, &e) == 0, "%s", e.msg);
+	ma_fs_stream_abort(s);
+	snprintf(cmd, sizeof cmd, "test \"$(ls -A %s)\" = a.db", dir);
+	CHECK(system(cmd) == 0, "only a.db in %s: no temp file, no b.db", dir);
+	/* no directory: an error, not a directory made */
+	CHECK(!ma_fs_stream_open(root, "/nodir/c.db", 0600, &e) && e.code == ENOENT, "%s", e.msg);
+	CHECK(!ma_fs_stream_open(root, "/snap/a.db/x", 0600, &e), "a file as the directory");
+}
+
 int main(void)
 {
 	snprintf(root, sizeof root, "%s/moonadm-test-fs-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -307,6 +350,7 @@ int main(void)
 	RUN(test_clean_temps);
 	RUN(test_write_symlink);
 	RUN(test_read_regular);
+	RUN(test_stream);
 	ma_err e;
 	ma_fs_remove_tree(root, "/", 0, &e);
 	rmdir(root);
