@@ -9,17 +9,29 @@
  *   h, err, kind = c:health(i | url)     {endpoint=, healthy=, reason=, status=}
  *   c:endpoints(); c:add_endpoint(url); c:close()       (also __close / __gc)
  *   etcd.id_hex(id) -> "8e9e05c52164694d"; etcd.id_from_hex(hex) -> decimal id
+ *   snap, err, kind = c:snapshot_save(i | url, path, {timeout=600, mode=0600})
+ *       a consistent snapshot of one member streamed into path (a node path, under fs.set_root's
+ *       root), checked after it is on disk, then renamed into place; an existing path is never
+ *       replaced (kind "exists"). snap = {endpoint=, version=, storage_version=, revision=,
+ *       revision_exact=, member_id=, cluster_id=, db_size=, size=, sha256= (the file's, as sha256sum),
+ *       checksum= (etcd's SHA-256 of the database, hex), page_size=, txid=}
+ *   f, err, kind = etcd.snapshot_check(path)  {size=, sha256=, has_checksum=, checksum_ok=, checksum=,
+ *       bbolt_ok=, bbolt_error=, page_size=, txid=, pgid=}: what the file's own checks say (kind "io"
+ *       only when it cannot be read)
  * A member m = {id=, id_hex=, name=, peer_urls={}, client_urls={}, is_learner=}. IDs are uint64 as
  * decimal strings (as the gateway writes them); an id argument is such a string or a non-negative
  * integer. kind: "unreachable", "tls", "protocol", "options" or etcd's gRPC code in snake case
  * ("failed_precondition", "not_found", ...). Misuse raises; operational failures return nil, err, kind.
  * An answer of the wrong shape (no "members", no header, a member without ID or peer URL, a body
  * over max_body bytes) is kind "protocol", never an empty result (engine/etcd.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bindings.h"
+#include "encoding.h"
 #include "etcd.h"
+#include "fs.h"
 
 #define CLIENT_MT "moonadm.etcd.client"
 
@@ -413,6 +425,141 @@ static int l_health(lua_State *L)
 	return 1;
 }
 
+/* ---- snapshots ---- */
+
+/* nil, message, kind for a failure of the file (errno in e->code): "exists" or "io" */
+static int push_file_fail(lua_State *L, ma_err *e)
+{
+	e->kind = e->code == EEXIST ? "exists" : "io";
+	return ma_push_err(L, e); /* nil msg kind */
+}
+
+static void push_file_fields(lua_State *L, const ma_etcd_snapshot_file *f)
+{
+	push_u64_int(L, f->size); /* ... t size */
+	lua_setfield(L, -2, "size");
+	lua_pushstring(L, f->sha256);
+	lua_setfield(L, -2, "sha256");
+	lua_pushboolean(L, f->has_checksum);
+	lua_setfield(L, -2, "has_checksum");
+	lua_pushboolean(L, f->checksum_ok);
+	lua_setfield(L, -2, "checksum_ok");
+	lua_pushstring(L, f->checksum);
+	lua_setfield(L, -2, "checksum");
+	lua_pushboolean(L, f->bbolt_ok);
+	lua_setfield(L, -2, "bbolt_ok");
+	if (!f->bbolt_ok) {
+		lua_pushstring(L, f->bbolt_error);
+		lua_setfield(L, -2, "bbolt_error");
+		return;
+	}
+	lua_pushinteger(L, f->bbolt.page_size);
+	lua_setfield(L, -2, "page_size");
+	push_u64_int(L, f->bbolt.txid);
+	lua_setfield(L, -2, "txid");
+	push_u64_int(L, f->bbolt.pgid);
+	lua_setfield(L, -2, "pgid");
+}
+
+static int save_sink(const unsigned char *buf, size_t len, void *ud, ma_err *e)
+{
+	return ma_fs_stream_write(ud, buf, len, e);
+}
+
+/* The file as it is on disk holds what etcd sent: 0, or -1 with e (kind "protocol": etcd's bytes
+ * and the file's disagree; the file is not kept). */
+static int verify_written(ma_fs_stream *s, const ma_etcd_snapshot *snap, ma_etcd_snapshot_file *f, ma_err *e)
+{
+	if (ma_fs_stream_sync(s, e) < 0 || ma_etcd_snapshot_check_fd(ma_fs_stream_fd(s), ma_fs_stream_host(s), f, e) < 0)
+		return -1;
+	char want[65];
+	ma_hex(snap->sha256, sizeof snap->sha256, want);
+	const char *why = f->size != snap->size ? "its size is not what etcd sent"
+			  : !f->has_checksum || !f->checksum_ok ? "its last 32 bytes are not the SHA-256 of the database"
+			  : strcmp(f->checksum, want) != 0 ? "its checksum is not etcd's"
+			  : !f->bbolt_ok ? f->bbolt_error : NULL;
+	if (!why)
+		return 0;
+	ma_fail_kind(e, "protocol", "snapshot %s read back after writing: %s: not kept", ma_fs_stream_host(s), why);
+	e->code = MA_ETCD_EPROTO;
+	return -1;
+}
+
+static int l_snapshot_save(lua_State *L)
+{
+	LEtcd *u = checkclient(L, 1);
+	size_t idx;
+	const char *url;
+	check_target(L, u, 2, &idx, &url);
+	const char *path = luaL_checkstring(L, 3);
+	ma_etcd_snapshot_opts o = {0};
+	mode_t mode = 0600;
+	if (!lua_isnoneornil(L, 4)) {
+		luaL_checktype(L, 4, LUA_TTABLE);
+		o.timeout_ms = optms(L, 4, "timeout");
+		lua_getfield(L, 4, "mode"); /* c target path opts mode */
+		if (!lua_isnil(L, -1)) {
+			lua_Integer m = luaL_checkinteger(L, -1);
+			luaL_argcheck(L, m > 0 && m <= 0777, 4, "mode must be a permission mode such as 0600");
+			mode = (mode_t)m;
+		}
+		lua_pop(L, 1); /* c target path opts */
+	}
+	ma_err e = {0};
+	ma_fs_stream *s = ma_fs_stream_open(ma_fs_root_of(L), path, mode, &e);
+	if (!s)
+		return push_file_fail(L, &e);
+	ma_etcd_snapshot snap;
+	ma_etcd_snapshot_file f;
+	if (ma_etcd_snapshot_save(u->c, idx, url, &o, save_sink, s, &snap, &e) < 0) {
+		ma_fs_stream_abort(s);
+		ma_etcd_snapshot_free(&snap);
+		if (e.code < MA_ETCD_EUNREACHABLE && (e.code < 1 || e.code > 16))
+			return push_file_fail(L, &e); /* the sink's errno */
+		return push_fail(L, &e);
+	}
+	if (verify_written(s, &snap, &f, &e) < 0) {
+		ma_fs_stream_abort(s);
+		ma_etcd_snapshot_free(&snap);
+		return e.kind ? ma_push_err(L, &e) : push_file_fail(L, &e);
+	}
+	if (ma_fs_stream_commit(s, &e) < 0) {
+		ma_etcd_snapshot_free(&snap);
+		return push_file_fail(L, &e);
+	}
+	lua_createtable(L, 0, 20); /* c target path opts snap */
+	lua_pushstring(L, snap.endpoint);
+	lua_setfield(L, -2, "endpoint");
+	lua_pushstring(L, snap.version);
+	lua_setfield(L, -2, "version");
+	lua_pushstring(L, snap.storage_version ? snap.storage_version : "");
+	lua_setfield(L, -2, "storage_version");
+	push_u64_int(L, snap.revision);
+	lua_setfield(L, -2, "revision");
+	lua_pushboolean(L, snap.revision_exact);
+	lua_setfield(L, -2, "revision_exact");
+	push_id(L, snap.member_id);
+	lua_setfield(L, -2, "member_id");
+	push_id(L, snap.cluster_id);
+	lua_setfield(L, -2, "cluster_id");
+	push_u64_int(L, snap.db_size);
+	lua_setfield(L, -2, "db_size");
+	push_file_fields(L, &f);
+	ma_etcd_snapshot_free(&snap);
+	return 1;
+}
+
+static int l_snapshot_check(lua_State *L)
+{
+	ma_etcd_snapshot_file f;
+	ma_err e = {0};
+	if (ma_etcd_snapshot_check(ma_fs_root_of(L), luaL_checkstring(L, 1), &f, &e) < 0)
+		return push_file_fail(L, &e);
+	lua_createtable(L, 0, 10); /* path f */
+	push_file_fields(L, &f);
+	return 1;
+}
+
 static int l_id_hex(lua_State *L)
 {
 	char hex[17];
@@ -444,11 +591,13 @@ int luaopen_moonadm_etcd(lua_State *L)
 	    {"member_remove", l_member_remove},
 	    {"status", l_status},
 	    {"health", l_health},
+	    {"snapshot_save", l_snapshot_save},
 	    {"endpoints", l_endpoints},
 	    {"add_endpoint", l_add_endpoint},
 	    {"close", l_close},
 	    {NULL, NULL}};
-	static const luaL_Reg fns[] = {{"new", l_new}, {"id_hex", l_id_hex}, {"id_from_hex", l_id_from_hex}, {NULL, NULL}};
+	static const luaL_Reg fns[] = {{"new", l_new}, {"id_hex", l_id_hex}, {"id_from_hex", l_id_from_hex},
+					   {"snapshot_check", l_snapshot_check}, {NULL, NULL}};
 	luaL_newmetatable(L, CLIENT_MT); /* mt */
 	luaL_setfuncs(L, meta, 0); /* mt */
 	luaL_newlib(L, methods); /* mt methods */

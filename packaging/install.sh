@@ -9,6 +9,7 @@
 #   $PREFIX/share/fish/vendor_completions.d/moonadm.fish         `moonadm completion fish`
 #   $SYSTEMDUNITDIR/kubelet.service.d/10-kubeadm.conf            packaging/10-kubeadm.conf
 #   $SYSTEMDUNITDIR/moonadm-certs-renew.{service,timer}          the renewal timer, not enabled
+#   $SYSTEMDUNITDIR/moonadm-etcd-snapshot.{service,timer}        the snapshot timer, not enabled
 # systemd reads drop-ins under /usr/lib/systemd/system (the .deb: PREFIX=/usr, where Debian's kubeadm
 # package puts its own) and under /usr/local/lib/systemd/system (the default PREFIX).
 set -euo pipefail
@@ -51,7 +52,9 @@ install -m 0644 "$work/completion.bash" "$root/share/bash-completion/completions
 install -m 0644 "$work/completion.zsh" "$root/share/zsh/vendor-completions/_moonadm"
 install -m 0644 "$work/completion.fish" "$root/share/fish/vendor_completions.d/moonadm.fish"
 install -m 0644 "$here/10-kubeadm.conf" "$dest$unitdir/kubelet.service.d/10-kubeadm.conf"
-sed "s|@BINDIR@|$prefix/bin|" "$here/moonadm-certs-renew.service" > "$work/moonadm-certs-renew.service"
-install -m 0644 "$work/moonadm-certs-renew.service" "$here/moonadm-certs-renew.timer" "$dest$unitdir/"
+for unit in moonadm-certs-renew moonadm-etcd-snapshot; do
+  sed "s|@BINDIR@|$prefix/bin|" "$here/$unit.service" > "$work/$unit.service"
+  install -m 0644 "$work/$unit.service" "$here/$unit.timer" "$dest$unitdir/"
+done
 n=$(ls "$work"/man1 | wc -l)
-echo "install: moonadm, $n man pages, bash/zsh/fish completions, the kubelet drop-in and the renewal timer under ${dest:-}$prefix$( [ "$unitdir" = "$prefix/lib/systemd/system" ] || echo " (drop-in: $dest$unitdir)")"
+echo "install: moonadm, $n man pages, bash/zsh/fish completions, the kubelet drop-in and the renewal and snapshot timers under ${dest:-}$prefix$( [ "$unitdir" = "$prefix/lib/systemd/system" ] || echo " (drop-in: $dest$unitdir)")"

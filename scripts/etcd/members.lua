@@ -9,6 +9,7 @@
 --   how, err, kind         = m:remove(peer_url)            -- how: "removed" | "not_found"; kind "last_member"
 --   report, err            = m:wait_for_member(peer_url, {retries=8, interval=5})
 --   ok, err, report        = m:check_health()
+--   snap, err, kind        = m:snapshot(path, {timeout=600})  -- the first endpoint's, one try (moonadm.etcd)
 --   members.initial_cluster(cluster) -> "name=https://IP:2380,..."
 -- Every operation: immediate first attempt, then every `interval` (500 ms, kubeadm's
 -- EtcdAPICallRetryInterval) until `timeout` (Timeouts.etcdAPICall, default 2m); the last error is
@@ -302,6 +303,11 @@ end
 
 -- Health of every endpoint: GET /health plus the status (alarms, a leader). ok is true when every
 -- endpoint is healthy; else nil, a message naming each unhealthy endpoint, and the report.
+-- One try: a snapshot streams the whole database, and a failed one leaves nothing to retry from.
+function Members:snapshot(path, opts)
+  return self.c:snapshot_save(1, path, opts)
+end
+
 function Members:check_health()
   local report, bad = {}, {}
   for i, ep in ipairs(self.c:endpoints()) do

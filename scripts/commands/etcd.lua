@@ -1,0 +1,174 @@
+-- `moonadm etcd snapshot save|status|list|prune`: etcd snapshots of a stacked member (issue 43),
+-- what kubeadm leaves to etcdctl by hand (docs/etcd.md).
+local core = require "moonadm.core"
+local globals = require "framework.globals"
+local flags_mod = require "framework.argv"
+local log = require "framework.log"
+local cli = require "framework.cli"
+local lazy = require "framework.lazy"
+local snapshot = require "etcd.snapshot"
+local duration = require "config.duration"
+local cjson = lazy.require "cjson" -- -o json only
+
+local M = {}
+
+-- Exit code of `snapshot status` for a file that is there but fails its checks (docs/etcd.md).
+M.EXIT_DAMAGED = 4
+
+local DIR = { name = "dir", type = "string", default = snapshot.DIR,
+  help = "The directory of scheduled snapshots: each is etcd-snapshot-<node>-<time>.db with its .sha256 beside it" }
+local OUTPUT = { name = "output", short = "o", type = "string", default = "text", help = "Output format. One of: text|json." }
+local SAVE_FLAGS = {
+  DIR,
+  { name = "endpoint", type = "string", help = "The etcd member to snapshot (default: this node's, its manifest's --advertise-client-urls)" },
+  { name = "cert-dir", type = "string", default = "/etc/kubernetes/pki", help = "The path of the etcd CA and the healthcheck client certificate" },
+  { name = "keep", type = "int", default = 0, help = "After saving into --dir, keep only this many newest snapshots there (0: keep all)" },
+  { name = "timeout", type = "string", default = "10m", help = "How long the whole transfer may take" },
+  OUTPUT,
+}
+local STATUS_FLAGS = { OUTPUT }
+local LIST_FLAGS = { DIR, OUTPUT }
+local PRUNE_FLAGS = { DIR, { name = "keep", type = "int", default = 5, help = "How many of the newest snapshots to keep (at least 1)" } }
+
+M.help = {
+  [""] = { short = "moonadm: etcd snapshots of this node's stacked etcd member", runnable = false, flags = {},
+    long = "etcd snapshots of a stacked etcd member, which kubeadm leaves to etcdctl by hand (docs/etcd.md)." },
+  ["snapshot"] = { short = "Save, check, list and prune etcd snapshots", runnable = false, flags = {} },
+  ["snapshot save"] = { short = "Save a consistent snapshot of an etcd member into FILE, or into --dir",
+    long = "Streams a snapshot of this node's etcd member (or --endpoint's) into a temporary file beside FILE, checks\n" ..
+      "etcd's SHA-256 of the database as it arrives and the file once it is on disk, then renames it into place:\n" ..
+      "a file at FILE is always whole. An existing FILE is never replaced. Without FILE the snapshot goes into\n" ..
+      "--dir under a name with this node and the time, with its hash in NAME.sha256 (sha256sum -c checks it).\n" ..
+      "The file is what `etcdctl snapshot save` writes: `etcdutl snapshot restore` takes it.",
+    args = "[FILE]", flags = SAVE_FLAGS,
+    example = "  moonadm etcd snapshot save /root/before-upgrade.db\n  moonadm etcd snapshot save --keep 5   # the timer's command" },
+  ["snapshot status"] = { short = "Check a snapshot file: etcd's checksum, the database's meta pages, its .sha256",
+    long = "Reads FILE once and says whether a restore may take it. Exit status 0 when every check holds, " ..
+      M.EXIT_DAMAGED .. " when\nthe file is there but fails one (damaged, cut, not a snapshot), 1 when it cannot be read.",
+    args = "FILE", flags = STATUS_FLAGS },
+  ["snapshot list"] = { short = "List the snapshots in --dir, newest first", args = "", flags = LIST_FLAGS },
+  ["snapshot prune"] = { short = "Remove all but the --keep newest snapshots in --dir", args = "", flags = PRUNE_FLAGS },
+}
+for _, d in pairs(M.help) do
+  if #d.flags > 0 then d.globals = globals.flags({}, globals.shown_globals()) end
+end
+
+local function parse(spec, argv, max_args)
+  local flags, args = flags_mod.parse(globals.flags(globals.global, spec), argv)
+  if not flags then error(args, 0) end
+  globals.setup(flags)
+  if #args > max_args then
+    error(("unexpected argument %q (see --help)"):format(args[max_args + 1]), 0)
+  end
+  local o = flags.output or "text"
+  if o ~= "text" and o ~= "json" then
+    error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text"):format(o), 0)
+  end
+  return flags, args
+end
+
+local function seconds(text, name)
+  local s = duration.seconds(text)
+  if not s or s <= 0 then
+    error(("invalid argument %q for \"--%s\" flag: a duration such as 10m or 90s is expected"):format(text, name), 0)
+  end
+  return s
+end
+
+local function mib(n) return ("%.1f MiB"):format(n / 1048576) end
+
+local function save(argv)
+  local flags, args = parse(SAVE_FLAGS, argv, 1)
+  if flags.keep < 0 then error("--keep must be 0 (keep all) or a positive number", 0) end
+  if args[1] and flags.keep > 0 then error("--keep applies to --dir: it cannot be given with FILE", 0) end
+  local info, err, kind = snapshot.save { file = args[1], dir = flags.dir, endpoint = flags.endpoint,
+    cert_dir = flags["cert-dir"], node = core.hostname():lower(), timeout = seconds(flags.timeout, "timeout") }
+  if not info then
+    local hint = kind == "exists" and "" or kind == "unreachable" and
+      " (is etcd running on this node? --endpoint names another member)" or ""
+    error(("[etcd/snapshot] The snapshot was not saved: %s%s"):format(err, hint), 0)
+  end
+  if flags.output == "json" then
+    io.stdout:write(cjson.encode(info), "\n")
+  else
+    log.info("[etcd/snapshot] Saved a snapshot of member %s (etcd %s, cluster %s) at revision %s%s to %s",
+      info.member_id, info.version, info.cluster_id, info.revision_exact and "" or ">= ", info.revision, info.path)
+    log.info("[etcd/snapshot] %d bytes (%s database), etcd's checksum checked on disk, sha256 %s", info.size,
+      mib(info.db_size), info.sha256)
+  end
+  if not args[1] and flags.keep > 0 then
+    local gone, perr = snapshot.prune(flags.dir, flags.keep)
+    if not gone then error("[etcd/snapshot] Pruning " .. flags.dir .. ": " .. perr, 0) end
+    for _, name in ipairs(gone) do log.info("[etcd/snapshot] Removed %s (keeping the %d newest)", name, flags.keep) end
+  end
+  return 0
+end
+
+local function status(argv)
+  local flags, args = parse(STATUS_FLAGS, argv, 1)
+  if not args[1] then error("etcd snapshot status needs the snapshot FILE (see --help)", 0) end
+  local f, err = snapshot.status(args[1])
+  if not f then error("[etcd/snapshot] " .. err, 0) end
+  if flags.output == "json" then
+    io.stdout:write(cjson.encode(f), "\n")
+  else
+    local rows = {
+      { "FILE", f.path }, { "SIZE", ("%d bytes"):format(f.size) }, { "SHA256", f.sha256 },
+      { "ETCD CHECKSUM", not f.has_checksum and "none" or f.checksum_ok and "valid" or "INVALID" },
+      { "DATABASE", f.bbolt_ok and ("bbolt, page size %d, %d pages, last transaction %d"):format(f.page_size, f.pgid, f.txid)
+        or "INVALID" },
+      { "HASH FILE", f.recorded_sha256 and (f.recorded_sha256 == f.sha256 and "matches" or "DIFFERS") or "none" },
+    }
+    for _, r in ipairs(rows) do io.stdout:write(("%-14s %s\n"):format(r[1], r[2])) end
+  end
+  if not f.ok then
+    for _, p in ipairs(f.problems) do log.warn("%s: %s", f.path, p) end
+    return M.EXIT_DAMAGED
+  end
+  return 0
+end
+
+local function list(argv)
+  local flags = parse(LIST_FLAGS, argv, 0)
+  local l, err = snapshot.list(flags.dir)
+  if not l then error("[etcd/snapshot] " .. err, 0) end
+  if flags.output == "json" then
+    io.stdout:write(#l == 0 and "[]\n" or (cjson.encode(l) .. "\n"))
+    return 0
+  end
+  io.stdout:write(("%-58s %-12s %s\n"):format("NAME", "SIZE", "SHA256"))
+  for _, s in ipairs(l) do
+    io.stdout:write(("%-58s %-12s %s\n"):format(s.name, mib(s.size), s.sha256 or "(no hash file: cut off)"))
+  end
+  return 0
+end
+
+local function prune(argv)
+  local flags = parse(PRUNE_FLAGS, argv, 0)
+  if flags.keep < 1 then error("--keep must be at least 1: prune never removes every snapshot", 0) end
+  local gone, err = snapshot.prune(flags.dir, flags.keep)
+  if not gone then error("[etcd/snapshot] " .. err, 0) end
+  for _, name in ipairs(gone) do log.info("[etcd/snapshot] Removed %s", name) end
+  log.info("[etcd/snapshot] %d removed, the %d newest kept in %s", #gone, flags.keep, flags.dir)
+  return 0
+end
+
+local SUBS = { save = save, status = status, list = list, prune = prune }
+
+function M.main(argv)
+  local words = { "etcd" }
+  if argv[1] == "snapshot" then
+    local f = SUBS[argv[2] or ""]
+    if f then return f(table.move(argv, 3, #argv, 1, {})) end
+    words[2] = "snapshot"
+  end
+  local extra = argv[#words]
+  if extra and extra:sub(1, 1) ~= "-" then
+    error(("unknown command %q for %q\nRun 'moonadm %s --help' for usage."):format(extra, "moonadm " ..
+      table.concat(words, " "), table.concat(words, " ")), 0)
+  end
+  io.stdout:write(cli.help_text(words))
+  return 0
+end
+
+return M
