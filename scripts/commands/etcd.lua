@@ -1,5 +1,6 @@
--- `moonadm etcd snapshot save|status|list|prune`: etcd snapshots of a stacked member (issue 43),
--- what kubeadm leaves to etcdctl by hand (docs/etcd.md).
+-- `moonadm etcd snapshot save|status|list|prune` and `moonadm etcd recover`: etcd snapshots of a
+-- stacked member and lost-quorum recovery (issue 43), what kubeadm leaves to etcdctl by hand
+-- (docs/etcd.md).
 local core = require "moonadm.core"
 local globals = require "framework.globals"
 local flags_mod = require "framework.argv"
@@ -9,6 +10,10 @@ local lazy = require "framework.lazy"
 local snapshot = require "etcd.snapshot"
 local duration = require "config.duration"
 local cjson = lazy.require "cjson" -- -o json only
+local config = require "config"
+local context = require "framework.context"
+local common = require "commands.common"
+local recovery = lazy.require "recovery.etcd_quorum"
 
 local M = {}
 
@@ -28,11 +33,24 @@ local SAVE_FLAGS = {
 }
 local STATUS_FLAGS = { OUTPUT }
 local LIST_FLAGS = { DIR, OUTPUT }
+local RECOVER_FLAGS = {
+  { name = "yes", type = "bool", help = "Go on although this member's data becomes the whole cluster (writes only the lost members had are lost)" },
+  { name = "cert-dir", type = "string", default = "/etc/kubernetes/pki", help = "The path of the etcd CA and the healthcheck client certificate" },
+  { name = "config", type = "string", help = "Path to a kubeadm configuration file (its timeouts)." },
+}
 local PRUNE_FLAGS = { DIR, { name = "keep", type = "int", default = 5, help = "How many of the newest snapshots to keep (at least 1)" } }
 
 M.help = {
-  [""] = { short = "moonadm: etcd snapshots of this node's stacked etcd member", runnable = false, flags = {},
-    long = "etcd snapshots of a stacked etcd member, which kubeadm leaves to etcdctl by hand (docs/etcd.md)." },
+  [""] = { short = "moonadm: etcd snapshots and lost-quorum recovery of this node's stacked etcd member", runnable = false,
+    flags = {}, long = "etcd snapshots and lost-quorum recovery of a stacked etcd member, which kubeadm leaves to etcdctl " ..
+      "by hand (docs/etcd.md)." },
+  ["recover"] = { short = "Make this surviving member's data the whole etcd cluster after the others are lost",
+    long = "When a majority of the stacked etcd members is lost for good, the cluster has no quorum and the API is down.\n" ..
+      "Run on the control plane whose member survives, this restarts that member once with --force-new-cluster (a\n" ..
+      "cluster of it alone, with its data) and once more without, waiting for each. Without --yes it only says what\n" ..
+      "it would keep. With a quorum it does nothing. The lost control planes then rejoin with `moonadm reset` and\n" ..
+      "`moonadm join --control-plane`. A run killed anywhere converges when run again.",
+    args = "", flags = RECOVER_FLAGS },
   ["snapshot"] = { short = "Save, check, list and prune etcd snapshots", runnable = false, flags = {} },
   ["snapshot save"] = { short = "Save a consistent snapshot of an etcd member into FILE, or into --dir",
     long = "Streams a snapshot of this node's etcd member (or --endpoint's) into a temporary file beside FILE, checks\n" ..
@@ -54,7 +72,7 @@ for _, d in pairs(M.help) do
 end
 
 local function parse(spec, argv, max_args)
-  local flags, args = flags_mod.parse(globals.flags(globals.global, spec), argv)
+  local flags, args, set = flags_mod.parse(globals.flags(globals.global, spec), argv)
   if not flags then error(args, 0) end
   globals.setup(flags)
   if #args > max_args then
@@ -64,7 +82,7 @@ local function parse(spec, argv, max_args)
   if o ~= "text" and o ~= "json" then
     error(("unable to match a printer suitable for the output format %q, allowed formats are: json,text"):format(o), 0)
   end
-  return flags, args
+  return flags, args, set
 end
 
 local function seconds(text, name)
@@ -155,7 +173,20 @@ end
 
 local SUBS = { save = save, status = status, list = list, prune = prune }
 
+local function recover(argv)
+  local flags, _, set = parse(RECOVER_FLAGS, argv, 0)
+  local cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {}, flags = {} }
+  if not cfg then error(err, 0) end
+  cfg.cluster.certificatesDir = flags["cert-dir"]
+  common.take_root(flags, { cert_dir = flags["cert-dir"] }) -- it rewrites the etcd manifest: one moonadm at a time
+  local ctx = context.new { command = "etcd", cfg = cfg, gates = cfg.gates or {}, flags = flags, flags_set = set,
+    root = flags.root }
+  recovery.run(ctx, { yes = flags.yes }) -- "recovered" or "quorum" (nothing to do); raises otherwise
+  return 0
+end
+
 function M.main(argv)
+  if argv[1] == "recover" then return recover(table.move(argv, 2, #argv, 1, {})) end
   local words = { "etcd" }
   if argv[1] == "snapshot" then
     local f = SUBS[argv[2] or ""]

@@ -9,6 +9,8 @@
 --   how, err, kind         = m:remove(peer_url)            -- how: "removed" | "not_found"; kind "last_member"
 --   report, err            = m:wait_for_member(peer_url, {retries=8, interval=5})
 --   ok, err, report        = m:check_health()
+--   st, err, kind          = m:status()                    -- the first endpoint's (moonadm.etcd's status), one try
+--   h, err, kind           = m:health()                    -- the first endpoint's /health (a read through the quorum), one try
 --   snap, err, kind        = m:snapshot(path, {timeout=600})  -- the first endpoint's, one try (moonadm.etcd)
 --   members.initial_cluster(cluster) -> "name=https://IP:2380,..."
 -- Every operation: immediate first attempt, then every `interval` (500 ms, kubeadm's
@@ -303,6 +305,14 @@ end
 
 -- Health of every endpoint: GET /health plus the status (alarms, a leader). ok is true when every
 -- endpoint is healthy; else nil, a message naming each unhealthy endpoint, and the report.
+function Members:status()
+  return self.c:status(1)
+end
+
+function Members:health()
+  return self.c:health(1)
+end
+
 -- One try: a snapshot streams the whole database, and a failed one leaves nothing to retry from.
 function Members:snapshot(path, opts)
   return self.c:snapshot_save(1, path, opts)

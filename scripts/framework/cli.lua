@@ -21,7 +21,7 @@ local commands = {
   { "certs", "commands.certs", "Commands related to handling Kubernetes certificates" },
   { "completion", "commands.completion", "Output shell completion code for the specified shell (bash, zsh or fish)" },
   { "config", "commands.config", "Manage configuration for a kubeadm cluster persisted in a ConfigMap in the cluster" },
-  { "etcd", "commands.etcd", "moonadm: etcd snapshots of this node's stacked etcd member" },
+  { "etcd", "commands.etcd", "moonadm: etcd snapshots and lost-quorum recovery of this node's stacked etcd member" },
   { "help", nil, "Help about any command" },
   { "init", "commands.init", "Run this command in order to set up the Kubernetes control plane" },
   { "join", "commands.join", "Run this on any machine you wish to join an existing cluster" },

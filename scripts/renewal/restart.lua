@@ -146,7 +146,7 @@ end
 
 -- This node as its files name it: the node name from kubelet.conf's client certificate, the
 -- advertise address from the local kube-apiserver manifest (the mirror Pods and health checks use both).
-local function this_node(ctx)
+function M.this_node(ctx)
   local name = nodeview.name_from_kubelet_conf(fs.read(unode.KUBELET_CONF), fs.read)
   local init = ctx.cfg.init or {}
   ctx.cfg.init = init
@@ -161,7 +161,7 @@ end
 -- quorum meanwhile. Returns the list restarted and the list skipped ({component, why}).
 function M.run(ctx, components, opts)
   opts = opts or {}
-  local node = this_node(ctx)
+  local node = M.this_node(ctx)
   local done, skipped = {}, {}
   for _, c in ipairs(components) do
     local ok, why = true, nil

@@ -10,18 +10,8 @@ local cmd = require "commands.etcd"
 local fixture = h.top .. "/tests/fixtures/etcd.sh"
 local labbin = h.lab_bin .. "/etcd"
 
-local function readf(p)
-  local f = assert(io.open(p, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function writef(p, s)
-  local f = assert(io.open(p, "wb"))
-  f:write(s)
-  f:close()
-end
+local function readf(p) return assert(h.read(p), "no " .. p) end
+local writef = h.write
 
 local function listing(dir)
   local p = io.popen("ls -A " .. h.q(dir))

@@ -126,7 +126,7 @@ describe("the middle layer's shape", function()
     "config", "kube",                                 -- configuration; Kubernetes text and the API client
     "node", "pki", "manifests", "cri", "kubelet",     -- this node: identity, certificates, static Pods, runtime
     "runtime", "cluster", "etcd", "endpoint",         -- the cluster: API objects, etcd members, the VIP
-    "preflight", "reset", "upgrade", "renewal", "lab", -- what a command does with all of them
+    "preflight", "reset", "upgrade", "renewal", "recovery", "lab", -- what a command does with all of them
     "flows", "phases", "site", "commands",            -- flows (and their run data), phases, site scripts, commands
   }
 

@@ -1,0 +1,152 @@
+-- Lost-quorum recovery of a stacked etcd (issue 43): on the one control plane whose member survives,
+-- `moonadm etcd recover --yes` makes its data the whole cluster, as etcd's disaster-recovery guide
+-- does by hand: the member restarts once with --force-new-cluster (a single-member cluster with the
+-- member's own data, ID and keys), then again without it. The lost control planes then rejoin with
+-- `reset` + `join`. The state is the manifest itself, so a run killed anywhere converges when run
+-- again: with the flag in the manifest the run goes on from the restart; without it and with a
+-- quorum there is nothing to do.
+--   how = recover.run(ctx, {yes=, settle=}) -- how: "recovered" | "quorum" (nothing to do); raises
+local core = require "moonadm.core"
+local fs = require "moonadm.fs"
+local yaml = require "moonadm.yaml"
+local log = require "framework.log"
+local capi = require "cluster.api"
+local config = require "config"
+local cnet = require "config.net"
+local manifests = require "manifests"
+local members = require "etcd.members"
+local nodeview = require "node.view"
+local control_plane = require "upgrade.control_plane"
+local restart = require "renewal.restart"
+
+local M = {
+  FLAG = "--force-new-cluster",
+  RECOVERED = "moonadm.io/etcd-recovered-at", -- set on the manifest without the flag: a new hash
+  PREFIX = "[etcd/recover]",
+  SETTLE = 5, -- seconds the member must show no leader before its quorum counts as lost
+}
+
+local function manifest_path() return manifests.path("etcd") end
+
+-- The etcd manifest: text, Pod, its container's command list.
+local function read_manifest()
+  local path = manifest_path()
+  local text = fs.read(path)
+  if not text then
+    error(("%s %s not found: `etcd recover` runs on a control plane with a stacked etcd member"):format(M.PREFIX, path), 0)
+  end
+  local docs, err = yaml.decode(text, path)
+  local pod = docs and docs[1]
+  local c = type(pod) == "table" and type(pod.spec) == "table" and type(pod.spec.containers) == "table"
+    and pod.spec.containers[1]
+  if type(c) ~= "table" or type(c.command) ~= "table" then
+    error(("%s %s: not etcd's static Pod manifest%s"):format(M.PREFIX, path, err and (": " .. err) or ""), 0)
+  end
+  return text, pod, c.command
+end
+
+local function has_flag(command)
+  for i, a in ipairs(command) do
+    if a == M.FLAG or a == M.FLAG .. "=true" then return i end
+  end
+end
+
+local function write_manifest(pod)
+  local text = manifests.encode(pod)
+  local ok, err = fs.write(manifest_path(), text, "0600")
+  if not ok then error(("%s writing %s: %s"):format(M.PREFIX, manifest_path(), err), 0) end
+  return text
+end
+
+-- A client of this node's own member only (never another: it may be the one that is gone).
+local function local_member(ctx)
+  local ep = cnet.etcd_client_url(nodeview.advertise_address(ctx))
+  local m, err = members.new { endpoints = { ep }, cert_dir = fs.path(config.cert_dir(ctx.cfg.cluster)),
+    dial_timeout = 2, request_timeout = 3, timeout = 3 }
+  if not m then error(("%s %s"):format(M.PREFIX, err), 0) end
+  return m, ep
+end
+
+-- The member's status, watched for `settle` seconds: the last status and whether a read through the
+-- quorum succeeded (etcd's /health reads linearizably: a leader left over from before the loss, not
+-- yet stepped down, answers no such read).
+local function watch(m, ep, settle)
+  local deadline = core.monotonic() + settle
+  while true do
+    local st, err = m:status()
+    if not st then
+      error(("%s this node's etcd member does not answer at %s: %s. Recovery takes its data from the running "
+        .. "member: its manifest must be in place and the kubelet running it"):format(M.PREFIX, ep, err), 0)
+    end
+    local hl = m:health()
+    if hl and hl.healthy then return st, true end
+    if core.monotonic() >= deadline then return st, false end
+    core.sleep(0.5)
+  end
+end
+
+-- Waits until the member is the only one and its own leader: the forced cluster stands.
+local function wait_single(m, timeout)
+  return capi.poll("this member to lead a cluster of its own", timeout, 0.5, function()
+    local st, err = m:status()
+    if not st then return nil, err end
+    if st.leader ~= st.member_id then return nil, "its leader is " .. tostring(st.leader) end
+    local list, lerr = m:list()
+    if not list then return nil, lerr end
+    if #list ~= 1 then return nil, ("%d members"):format(#list) end
+    return st
+  end)
+end
+
+function M.run(ctx, opts)
+  opts = opts or {}
+  local node = restart.this_node(ctx)
+  local _, pod, command = read_manifest()
+  local m <close>, ep = local_member(ctx)
+  local forced = has_flag(command)
+  if not forced then
+    local st, quorum = watch(m, ep, opts.settle or M.SETTLE)
+    if quorum then
+      local list = m:list()
+      log.info("%s etcd has a quorum: member %s leads%s. Nothing to recover", M.PREFIX, st.leader,
+        list and (" a cluster of " .. #list .. " members") or "")
+      return "quorum"
+    end
+    log.info("%s This node's member %s (etcd %s) has read nothing through a quorum for %ds: the cluster lost its quorum",
+      M.PREFIX, st.member_id, st.version, opts.settle or M.SETTLE)
+    log.info("%s Its data: raft index %s, applied %s, %s bytes", M.PREFIX, tostring(st.raft_index),
+      tostring(st.raft_applied_index), tostring(st.db_size))
+    if not opts.yes then
+      error(("%s Not recovering without --yes: this member's data becomes the whole cluster, and writes the " ..
+        "lost members acknowledged that it had not received yet are lost with them. Take a snapshot first " ..
+        "(moonadm etcd snapshot save FILE); run again with --yes to go on"):format(M.PREFIX), 0)
+    end
+    command[#command + 1] = M.FLAG
+    write_manifest(pod)
+    log.info("%s Restarting etcd with %s: a cluster of this member alone, with its data", M.PREFIX, M.FLAG)
+  else
+    log.info("%s The etcd manifest already has %s (an earlier run): going on", M.PREFIX, M.FLAG)
+  end
+  local timeout = capi.timeout(ctx, "upgradeManifests")
+  local t0 = core.monotonic()
+  local st = wait_single(m, timeout)
+  log.info("%s Member %s leads a cluster of its own after %s", M.PREFIX, st.member_id,
+    capi.go_duration(core.monotonic() - t0))
+  -- Before the flag goes: the hash the kubelet shows now, to tell its restart without the flag.
+  local before = control_plane.wait_mirror(ctx, "etcd", node, timeout, M.PREFIX)
+  table.remove(command, has_flag(command))
+  pod.metadata = type(pod.metadata) == "table" and pod.metadata or {}
+  pod.metadata.annotations = type(pod.metadata.annotations) == "table" and pod.metadata.annotations or {}
+  pod.metadata.annotations[M.RECOVERED] = os.date("!%Y-%m-%dT%H:%M:%SZ")
+  local text = write_manifest(pod)
+  log.info("%s Restarting etcd without %s", M.PREFIX, M.FLAG)
+  control_plane.wait_hash(ctx, "etcd", node, text, before, timeout, M.PREFIX)
+  wait_single(m, timeout)
+  control_plane.wait_healthy(ctx, "etcd", capi.timeout(ctx, "controlPlaneComponentHealthCheck"), M.PREFIX)
+  log.info("%s etcd has a quorum again: one member, %s. The other control planes rejoin with `moonadm reset` " ..
+    "then `moonadm join --control-plane` (a new certificate key from `moonadm init phase upload-certs " ..
+    "--upload-certs`)", M.PREFIX, node)
+  return "recovered"
+end
+
+return M
