@@ -78,6 +78,12 @@ describe("etcd recover after two of three members are lost", function()
     assert.truthy(out:find("the cluster lost its quorum", 1, true), out)
     assert.truthy(out:find("Not recovering without --yes", 1, true), out)
     assert.equal(before, manifest("cp1"))
+    -- what the refusal advises works without a quorum: a snapshot of the survivor
+    local snapdir = h.tmpdir()
+    code, out = run("cp1", { "moonadm", "etcd", "snapshot", "save", snapdir .. "/before-recover.db" })
+    assert.equal(0, code, out)
+    assert.truthy((h.read(snapdir .. "/before-recover.db") or ""):find(marker, 1, true), "the snapshot lacks " .. marker)
+    h.rmrf(snapdir)
     -- killed once the manifest has the flag
     local log = h.tmpdir() .. "/recover.log"
     os.execute(("%s lab exec cp1 --name %s -- moonadm etcd recover --yes > %s 2>&1 &"):format(h.q(h.bin), LAB.name, h.q(log)))
