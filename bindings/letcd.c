@@ -461,9 +461,18 @@ static void push_file_fields(lua_State *L, const ma_etcd_snapshot_file *f)
 	lua_setfield(L, -2, "pgid");
 }
 
+struct save_target {
+	ma_fs_stream *s;
+	int failed; /* the file failed (its errno in the error), not etcd */
+};
+
 static int save_sink(const unsigned char *buf, size_t len, void *ud, ma_err *e)
 {
-	return ma_fs_stream_write(ud, buf, len, e);
+	struct save_target *t = ud;
+	if (ma_fs_stream_write(t->s, buf, len, e) == 0)
+		return 0;
+	t->failed = 1;
+	return -1;
 }
 
 /* The file as it is on disk holds what etcd sent: 0, or -1 with e (kind "protocol": etcd's bytes
@@ -509,14 +518,13 @@ static int l_snapshot_save(lua_State *L)
 	ma_fs_stream *s = ma_fs_stream_open(ma_fs_root_of(L), path, mode, &e);
 	if (!s)
 		return push_file_fail(L, &e);
+	struct save_target t = {s, 0};
 	ma_etcd_snapshot snap;
 	ma_etcd_snapshot_file f;
-	if (ma_etcd_snapshot_save(u->c, idx, url, &o, save_sink, s, &snap, &e) < 0) {
+	if (ma_etcd_snapshot_save(u->c, idx, url, &o, save_sink, &t, &snap, &e) < 0) {
 		ma_fs_stream_abort(s);
 		ma_etcd_snapshot_free(&snap);
-		if (e.code < MA_ETCD_EUNREACHABLE && (e.code < 1 || e.code > 16))
-			return push_file_fail(L, &e); /* the sink's errno */
-		return push_fail(L, &e);
+		return t.failed ? push_file_fail(L, &e) : push_fail(L, &e);
 	}
 	if (verify_written(s, &snap, &f, &e) < 0) {
 		ma_fs_stream_abort(s);
