@@ -1,7 +1,6 @@
 -- `moonadm etcd snapshot save|status|list|prune` and `moonadm etcd recover`: etcd snapshots of a
 -- stacked member and lost-quorum recovery (issue 43), what kubeadm leaves to etcdctl by hand
 -- (docs/etcd.md).
-local core = require "moonadm.core"
 local globals = require "framework.globals"
 local flags_mod = require "framework.argv"
 local log = require "framework.log"
@@ -100,7 +99,7 @@ local function save(argv)
   if flags.keep < 0 then error("--keep must be 0 (keep all) or a positive number", 0) end
   if args[1] and flags.keep > 0 then error("--keep applies to --dir: it cannot be given with FILE", 0) end
   local info, err, kind = snapshot.save { file = args[1], dir = flags.dir, endpoint = flags.endpoint,
-    cert_dir = flags["cert-dir"], node = core.hostname():lower(), timeout = seconds(flags.timeout, "timeout") }
+    cert_dir = flags["cert-dir"], timeout = seconds(flags.timeout, "timeout") }
   if not info then
     local hint = kind == "exists" and "" or kind == "unreachable" and
       " (is etcd running on this node? --endpoint names another member)" or ""

@@ -1,5 +1,5 @@
 -- etcd snapshots of a stacked member (issue 43): save one, check one, keep N in a directory.
---   info, err = snapshot.save{file=|dir=, endpoint=, cert_dir=, node=, timeout=}
+--   info, err = snapshot.save{file=|dir=, endpoint=, cert_dir=, node= (default: node_name()), timeout=}
 --   f, err    = snapshot.status(path)        -- the file's own checks and its hash file's verdict
 --   list, err = snapshot.list(dir)           -- newest first: {{name=, path=, time=, size=, sha256=}}
 --   gone, err = snapshot.prune(dir, keep)    -- the names removed, oldest first
@@ -8,8 +8,10 @@
 -- In a directory each snapshot is etcd-snapshot-<node>-<UTC time>.db with, beside it, NAME.sha256
 -- in sha256sum's format (sha256sum -c checks it), written after the snapshot: a snapshot without
 -- one was cut off between the two writes and is listed as such.
+local core = require "moonadm.core"
 local etcd = require "moonadm.etcd"
 local fs = require "moonadm.fs"
+local nodeview = require "node.view"
 local local_member = require "etcd.local_member"
 local members = require "etcd.members"
 
@@ -18,6 +20,12 @@ local M = {
   TIMEOUT = 600,                           -- seconds: the whole transfer (a large database)
   PREFIX = "etcd-snapshot-",
 }
+
+-- This node's name: its kubelet.conf's (the Node the cluster knows), else the host name.
+function M.node_name()
+  local name = nodeview.name_from_kubelet_conf(fs.read(nodeview.KUBELET_CONF), fs.read)
+  return name or core.hostname():lower()
+end
 
 -- The name of a snapshot taken now by node, in a directory: its time sorts as text.
 function M.name_for(node, now)
@@ -50,7 +58,7 @@ function M.save(opts)
     local ok, err = fs.mkdir(dir, tonumber("700", 8))
     if not ok then return nil, ("creating the snapshot directory %s: %s"):format(dir, tostring(err)), "io" end
     fs.clean_temps(dir) -- a killed save's temp file (a live one is locked and stays)
-    path = dir .. "/" .. M.name_for(opts.node)
+    path = dir .. "/" .. M.name_for(opts.node or M.node_name())
   end
   local endpoint = opts.endpoint or local_member.local_endpoints()[1]
   local m, err, kind = members.new { endpoints = { endpoint }, cert_dir = opts.cert_dir or "/etc/kubernetes/pki",
