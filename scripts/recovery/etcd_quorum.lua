@@ -108,7 +108,8 @@ function M.run(ctx, opts)
     local st, quorum = watch(m, ep, opts.settle or M.SETTLE)
     if quorum then
       local list = m:list()
-      log.info("%s etcd has a quorum: member %s leads%s. Nothing to recover", M.PREFIX, st.leader,
+      log.info("%s etcd has a quorum: member %s leads%s. Nothing to recover (a member lost a moment ago: etcd's " ..
+        "leader notices within seconds; run this again then)", M.PREFIX, st.leader,
         list and (" a cluster of " .. #list .. " members") or "")
       return "quorum"
     end
