@@ -132,7 +132,7 @@ test-unit:
 # brings up are taken down when it ends).
 SPEC_NAME = $(patsubst %_spec,%,$(basename $(notdir $(NAME))))
 spec: $(BIN)
-	@f=$$(ls $(foreach d,spec proc e2e,tests/$(d)/$(SPEC_NAME)_spec.lua) 2>/dev/null | head -1); \
+	@f=$$(for d in spec proc e2e; do [ -f tests/$$d/$(SPEC_NAME)_spec.lua ] && { echo tests/$$d/$(SPEC_NAME)_spec.lua; break; }; done); \
 	  if [ -z "$(SPEC_NAME)" ] || [ -z "$$f" ]; then \
 	    echo "spec: no spec named '$(NAME)': make spec NAME=<name> runs tests/{spec,proc,e2e}/<name>_spec.lua"; exit 2; fi; \
 	  MOONADM_STRICT_RESULTS=1 MOONADM_E2E_RUN=spec-$$$$ $(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )tests/busted.sh "$$f"

@@ -78,8 +78,9 @@ local function watch(m, ep, settle)
       error(("%s this node's etcd member does not answer at %s: %s. Recovery takes its data from the running "
         .. "member: its manifest must be in place and the kubelet running it"):format(M.PREFIX, ep, err), 0)
     end
-    local hl = m:health()
+    local hl, herr = m:health()
     if hl and hl.healthy then return st, true end
+    log.v(1, "%s no read through a quorum: %s", M.PREFIX, hl and tostring(hl.reason) or tostring(herr))
     if core.monotonic() >= deadline then return st, false end
     core.sleep(0.5)
   end
@@ -107,7 +108,8 @@ function M.run(ctx, opts)
   if not forced then
     local st, quorum = watch(m, ep, opts.settle or M.SETTLE)
     if quorum then
-      local list = m:list()
+      local list, lerr = m:list()
+      if not list then log.v(1, "%s listing the members: %s", M.PREFIX, tostring(lerr)) end
       log.info("%s etcd has a quorum: member %s leads%s. Nothing to recover (a member lost a moment ago: etcd's " ..
         "leader notices within seconds; run this again then)", M.PREFIX, st.leader,
         list and (" a cluster of " .. #list .. " members") or "")

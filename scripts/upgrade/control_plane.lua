@@ -64,11 +64,11 @@ end
 -- API server was away) would otherwise leave nothing to tell the new hash from. prefix: the log lines'.
 function M.wait_mirror(ctx, component, node, timeout, prefix)
   local c = poll_client(ctx)
-  local first, err = mirror(c, component, node)
+  local first, first_err = mirror(c, component, node)
   local h = hash_of(first)
   if h then return h end
   log.v(1, "%s the mirror Pod of %s on %s: %s", prefix or "[upgrade/staticpods]", component, node,
-    first and ("no " .. M.HASH) or tostring(err)) -- the poll below retries it
+    first and ("no " .. M.HASH) or tostring(first_err)) -- the poll below retries it
   log.info("%s Waiting for the kubelet to show the mirror Pod of %s on %s. This can take up to %s",
     prefix or "[upgrade/staticpods]", component, node, capi.go_duration(timeout))
   return capi.poll(("the mirror Pod of %s on %s (is the kubelet running and reaching the API server?)")
