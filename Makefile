@@ -128,11 +128,12 @@ test-unit:
 	  env $${missing:+MOONADM_NOT_BUILT=pending} $(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )MOONADM_NO_E2E=1 tests/run.sh $(B)
 
 # One spec inside the built binary: make spec NAME=util runs tests/spec/util_spec.lua, or the
-# tests/proc or tests/e2e spec of that name (an e2e spec needs the lab's binaries; the labs it
+# tests/proc or tests/e2e spec of that name, the first found in that order (NAME=tests/e2e/x_spec.lua: that file) (an e2e spec needs the lab's binaries; the labs it
 # brings up are taken down when it ends).
 SPEC_NAME = $(patsubst %_spec,%,$(basename $(notdir $(NAME))))
 spec: $(BIN)
-	@f=$$(for d in spec proc e2e; do [ -f tests/$$d/$(SPEC_NAME)_spec.lua ] && { echo tests/$$d/$(SPEC_NAME)_spec.lua; break; }; done); \
+	@f=$$(if [ -f '$(NAME)' ]; then echo '$(NAME)'; else for d in spec proc e2e; do \
+	  [ -f tests/$$d/$(SPEC_NAME)_spec.lua ] && { echo tests/$$d/$(SPEC_NAME)_spec.lua; break; }; done; fi); \
 	  if [ -z "$(SPEC_NAME)" ] || [ -z "$$f" ]; then \
 	    echo "spec: no spec named '$(NAME)': make spec NAME=<name> runs tests/{spec,proc,e2e}/<name>_spec.lua"; exit 2; fi; \
 	  MOONADM_STRICT_RESULTS=1 MOONADM_E2E_RUN=spec-$$$$ $(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )tests/busted.sh "$$f"
