@@ -127,9 +127,9 @@ test-unit:
 	@missing=; { $(SPEC_BINS); } || { missing=1; echo "$(SPEC_BINS_MISSING)"; }; \
 	  env $${missing:+MOONADM_NOT_BUILT=pending} $(if $(PLAIN),MOONADM_BIN=$(abspath $(BIN)) )MOONADM_NO_E2E=1 tests/run.sh $(B)
 
-# One spec inside the built binary: make spec NAME=util runs tests/spec/util_spec.lua, or the
-# tests/proc or tests/e2e spec of that name, the first found in that order (NAME=tests/e2e/x_spec.lua: that file) (an e2e spec needs the lab's binaries; the labs it
-# brings up are taken down when it ends).
+# One spec inside the built binary: make spec NAME=util runs tests/spec/util_spec.lua, or else the
+# tests/proc, or else the tests/e2e spec of that name; NAME=tests/e2e/x_spec.lua runs that file (an
+# e2e spec needs the lab's binaries; the labs it brings up are taken down when it ends).
 SPEC_NAME = $(patsubst %_spec,%,$(basename $(notdir $(NAME))))
 spec: $(BIN)
 	@f=$$(if [ -f '$(NAME)' ]; then echo '$(NAME)'; else for d in spec proc e2e; do \
