@@ -1,6 +1,7 @@
 -- Lost-quorum recovery of a stacked etcd (issue 43): on the one control plane whose member survives,
 -- `moonadm etcd recover --yes` makes its data the whole cluster, as etcd's disaster-recovery guide
--- does by hand: the member restarts once with --force-new-cluster (a single-member cluster with the
+-- does by hand (never while another member still reads through a quorum: the node would be the one
+-- cut off, and a forced cluster would split it): the member restarts once with --force-new-cluster (a single-member cluster with the
 -- member's own data, ID and keys), then again without it. The lost control planes then rejoin with
 -- `reset` + `join`. The state is the manifest itself, so a run killed anywhere converges when run
 -- again: with the flag in the manifest the run goes on from the restart; without it and with a
@@ -99,6 +100,29 @@ local function wait_single(m, timeout)
   end)
 end
 
+-- The other members, asked each on its own: the first that reads through a quorum (this node is the
+-- one cut off, and forcing a cluster here would split it in two), or nil. The member list comes from
+-- this member's own store (the gateway's list is not linearizable: it answers without a quorum).
+local function other_with_quorum(ctx, m, me)
+  local list, err = m:list()
+  if not list then
+    error(("%s listing the members this member knows: %s. Not recovering without knowing that none of the others " ..
+      "still has a quorum"):format(M.PREFIX, tostring(err)), 0)
+  end
+  local cdir = fs.path(config.cert_dir(ctx.cfg.cluster))
+  for _, o in ipairs(list) do
+    if o.id ~= me and #o.client_urls > 0 then
+      local c, cerr = members.new { endpoints = { o.client_urls[1] }, cert_dir = cdir, dial_timeout = 2,
+        request_timeout = 3, timeout = 3 }
+      if not c then error(("%s %s"):format(M.PREFIX, tostring(cerr)), 0) end
+      local hl, herr = c:health()
+      c:close()
+      if hl and hl.healthy then return o end
+      log.v(1, "%s member %s (%s): %s", M.PREFIX, o.name, o.client_urls[1], hl and tostring(hl.reason) or tostring(herr))
+    end
+  end
+end
+
 function M.run(ctx, opts)
   opts = opts or {}
   local node = restart.this_node(ctx)
@@ -117,6 +141,12 @@ function M.run(ctx, opts)
     end
     log.info("%s This node's member %s (etcd %s) has read nothing through a quorum for %ds: the cluster lost its quorum",
       M.PREFIX, st.member_id, st.version, opts.settle or M.SETTLE)
+    local alive = other_with_quorum(ctx, m, st.member_id)
+    if alive then
+      error(("%s Member %s at %s reads through a quorum: this node is cut off from the cluster, the cluster has not " ..
+        "lost its quorum. Recovering here would split it in two: mend this node's network instead (or reset it " ..
+        "and join it again)"):format(M.PREFIX, alive.name, alive.client_urls[1]), 0)
+    end
     log.info("%s Its data: raft index %s, applied %s, %s bytes", M.PREFIX, tostring(st.raft_index),
       tostring(st.raft_applied_index), tostring(st.db_size))
     if not opts.yes then

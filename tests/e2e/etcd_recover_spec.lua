@@ -1,5 +1,6 @@
 -- Lost-quorum recovery on a lab of three control planes behind its balancer (e2erec, 10.253.38):
--- cp2's and cp3's etcd are killed for good (manifest and data deleted), so cp1's member has no
+-- cp1 cut off from its peers is refused (the others keep their quorum: a forced cluster would split
+-- it); then cp2's and cp3's etcd are killed for good (manifest and data deleted), so cp1's member has no
 -- quorum and the API is down; `etcd recover` refuses without --yes, is killed (-9) once it has put
 -- --force-new-cluster in the manifest, and run again converges: one member, the API back, the last
 -- acknowledged write there. cp2 and cp3 rejoin with reset + join: three voting members again.
@@ -60,6 +61,32 @@ describe("etcd recover after two of three members are lost", function()
     assert.equal(0, code, out)
     assert.truthy(out:find("etcd has a quorum", 1, true), out)
     assert.equal(before, manifest("cp1"))
+  end)
+
+  it("refuses, even with --yes, on a member cut off from the others while they keep their quorum", function()
+    local rules = { { "INPUT", "--dport" }, { "OUTPUT", "--dport" } }
+    local function iptables(op)
+      for _, r in ipairs(rules) do
+        local code, out = run("cp1", { "iptables", op, r[1], "-p", "tcp", r[2], "2380", "-j", "DROP" })
+        assert.equal(0, code, out)
+      end
+    end
+    iptables("-I") -- cp1 hears no peer: cp2 and cp3 keep a quorum of two, and answer on their client port
+    local cut = true
+    finally(function() if cut then iptables("-D") end end)
+    fixture.wait_for("cp1's etcd to know it is alone", 60, function()
+      return (etcdctl("cp1", { "endpoint", "health" })) ~= 0
+    end)
+    local before = manifest("cp1")
+    local code, out = run("cp1", { "moonadm", "etcd", "recover", "--yes" })
+    assert.equal(1, code, out)
+    assert.truthy(out:find("this node is cut off from the cluster", 1, true), out)
+    assert.equal(before, manifest("cp1"))
+    iptables("-D")
+    cut = false
+    fixture.wait_for("cp1's etcd to be back in the cluster", 60, function()
+      return (etcdctl("cp1", { "endpoint", "health" })) == 0
+    end)
   end)
 
   it("refuses without --yes once the quorum is lost, then recovers with it, killed once on the way", function()
