@@ -130,7 +130,7 @@ void ma_etcd_health_free(ma_etcd_health *h);
  * non-2xx answer, or {"code":N,"message":...} for a request refused before the stream. "version" is
  * the member's storage version, on etcd >= 3.6 only. etcd 3.5 and 3.6 send no header in the
  * stream: the revision, member and cluster IDs and the server version come from the member's
- * status, asked just before on the same connection, so the revision is a lower bound (the
+ * status, asked just before, so the revision is a lower bound (the
  * snapshot holds at least every write up to it); a header in the stream, when a server sends one,
  * wins (revision_exact). Every byte etcd sends goes to the sink, database then checksum, as
  * etcdctl writes a snapshot file (etcdutl checks the checksum on restore); the checksum is checked

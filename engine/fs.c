@@ -456,7 +456,10 @@ int ma_fs_stream_write(ma_fs_stream *s, const void *data, size_t len, ma_err *e)
 {
 	int err = write_all(s->fd, data, len);
 	s->synced = 0;
-	return err ? ma_fail_errno(e, err, "write %s (temp file %s)", s->host, s->tmp) : 0;
+	if (err)
+		return ma_fail_errno(e, err, "write %s (temp file %s)", s->host, s->tmp);
+	MA_HOOK_MUTATION("write", s->tmp); /* a crash test may end the process in the middle of the stream */
+	return 0;
 }
 
 int ma_fs_stream_sync(ma_fs_stream *s, ma_err *e)

@@ -132,7 +132,7 @@ local function status(argv)
     local rows = {
       { "FILE", f.path }, { "SIZE", ("%d bytes"):format(f.size) }, { "SHA256", f.sha256 },
       { "ETCD CHECKSUM", not f.has_checksum and "none" or f.checksum_ok and "valid" or "INVALID" },
-      { "DATABASE", f.bbolt_ok and ("bbolt, page size %d, %d pages, last transaction %d"):format(f.page_size, f.pgid, f.txid)
+      { "DATABASE", f.bbolt_ok and ("bbolt, page size %s, %s pages, last transaction %s"):format(f.page_size, f.pgid, f.txid)
         or "INVALID" },
       { "HASH FILE", f.recorded_sha256 and (f.recorded_sha256 == f.sha256 and "matches" or "DIFFERS") or "none" },
     }

@@ -303,8 +303,6 @@ function Members:wait_for_member(peer_url, opts)
     retries, fmt_secs(interval), last), "timeout"
 end
 
--- Health of every endpoint: GET /health plus the status (alarms, a leader). ok is true when every
--- endpoint is healthy; else nil, a message naming each unhealthy endpoint, and the report.
 function Members:status()
   return self.c:status(1)
 end
@@ -318,6 +316,8 @@ function Members:snapshot(path, opts)
   return self.c:snapshot_save(1, path, opts)
 end
 
+-- Health of every endpoint: GET /health plus the status (alarms, a leader). ok is true when every
+-- endpoint is healthy; else nil, a message naming each unhealthy endpoint, and the report.
 function Members:check_health()
   local report, bad = {}, {}
   for i, ep in ipairs(self.c:endpoints()) do

@@ -60,6 +60,9 @@ function M.save(opts)
     fs.clean_temps(dir) -- a killed save's temp file (a live one is locked and stays)
     path = dir .. "/" .. M.name_for(opts.node or M.node_name())
   end
+  if fs.exists(path) then -- (the rename refuses it too; this spares a transfer first)
+    return nil, ("%s already exists: it is not replaced (remove it, or name another file)"):format(path), "exists"
+  end
   local endpoint = opts.endpoint or local_member.local_endpoints()[1]
   local m, err, kind = members.new { endpoints = { endpoint }, cert_dir = opts.cert_dir or "/etc/kubernetes/pki",
     client = "healthcheck", request_timeout = 10 }

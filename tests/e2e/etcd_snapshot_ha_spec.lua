@@ -22,7 +22,7 @@ describe("etcd snapshots on the HA lab", function()
     if dir then h.rmrf(dir) end
   end)
 
-  it("saves each member's database with the objects written before, keeping the newest two", function()
+  it("saves each member's database with the objects written before, keeping the newest", function()
     local stop = fixture.readyz_poller(st)
     local saved = {}
     for _, node in ipairs(CPS) do
