@@ -4,6 +4,7 @@
 --                        client="healthcheck"|"apiserver", timeout=120, interval=0.5,
 --                        dial_timeout=2, request_timeout=5}
 --   list, err              = m:list()                      -- {{id=, id_hex=, name=, peer_urls=, client_urls=, is_learner=}}
+--   list, err, kind        = m:list_local()                -- the first endpoint's own view, one try (no quorum needed)
 --   cluster, member, how   = m:add_learner(peer_url, name, {client_url=})   -- how: "added" | "existing"
 --   member, how            = m:promote(peer_url)           -- how: "promoted" | "already"
 --   how, err, kind         = m:remove(peer_url)            -- how: "removed" | "not_found"; kind "last_member"
@@ -142,6 +143,14 @@ end
 
 function Members:list()
   return self:retry("etcd member list", function() return list_of(self.c) end)
+end
+
+-- The first endpoint's own view of the members, one try: not linearizable, so a member without a
+-- quorum answers it (a linearizable list waits for a leader).
+function Members:list_local()
+  local r, err, kind = self.c:member_list(false)
+  if not r then return nil, err, kind end
+  return members_of(r)
 end
 
 -- kubeadm's name for a member in the initial-cluster list: its name, else (a learner that has not

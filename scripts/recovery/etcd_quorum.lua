@@ -107,7 +107,7 @@ end
 -- off, and forcing a cluster here would split it in two), or nil. The member list comes from this
 -- member's own store (the gateway's list is not linearizable: it answers without a quorum).
 local function other_with_leader(ctx, m, me)
-  local list, err = m:list()
+  local list, err = m:list_local()
   if not list then
     error(("%s listing the members this member knows: %s. Not recovering without knowing that none of the others " ..
       "still has a quorum"):format(M.PREFIX, tostring(err)), 0)
@@ -138,7 +138,7 @@ function M.run(ctx, opts)
   if not forced then
     local st, leader = watch(m, ep, opts.settle or M.SETTLE)
     if leader then
-      local list, lerr = m:list()
+      local list, lerr = m:list_local()
       if not list then log.v(1, "%s listing the members: %s", M.PREFIX, tostring(lerr)) end
       log.info("%s etcd has a leader, member %s%s: its quorum stands. Nothing to recover (a member lost a moment " ..
         "ago: the leader steps down within seconds; run this again then)", M.PREFIX, leader,
