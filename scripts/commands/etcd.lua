@@ -47,8 +47,10 @@ M.help = {
     long = "When a majority of the stacked etcd members is lost for good, the cluster has no quorum and the API is down.\n" ..
       "Run on the control plane whose member survives, this restarts that member once with --force-new-cluster (a\n" ..
       "cluster of it alone, with its data) and once more without, waiting for each. Without --yes it only says what\n" ..
-      "it would keep. With a quorum it does nothing. The lost control planes then rejoin with `moonadm reset` and\n" ..
-      "`moonadm join --control-plane`. A run killed anywhere converges when run again.",
+      "it would keep. While this member or another it knows has a leader it does nothing (the quorum stands, or\n" ..
+      "this node is the one cut off). The lost control planes then rejoin with `moonadm reset` and `moonadm join\n" ..
+      "--control-plane`. A run killed anywhere converges when run again (once the flag is in the manifest, with or\n" ..
+      "without --yes: the decision was made).",
     args = "", flags = RECOVER_FLAGS },
   ["snapshot"] = { short = "Save, check, list and prune etcd snapshots", runnable = false, flags = {} },
   ["snapshot save"] = { short = "Save a consistent snapshot of an etcd member into FILE, or into --dir",
