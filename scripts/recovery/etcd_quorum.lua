@@ -9,12 +9,12 @@
 --   how = recover.run(ctx, {yes=, settle=}) -- how: "recovered" | "quorum" (nothing to do); raises
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
-local yaml = require "moonadm.yaml"
 local log = require "framework.log"
 local capi = require "cluster.api"
 local config = require "config"
 local cnet = require "config.net"
 local manifests = require "manifests"
+local installed = require "manifests.installed"
 local members = require "etcd.members"
 local nodeview = require "node.view"
 local control_plane = require "upgrade.control_plane"
@@ -29,21 +29,17 @@ local M = {
 
 local function manifest_path() return manifests.path("etcd") end
 
--- The etcd manifest: text, Pod, its container's command list.
+-- The etcd manifest (manifests.installed reads it): the Pod and its container's command list.
 local function read_manifest()
-  local path = manifest_path()
-  local text = fs.read(path)
-  if not text then
-    error(("%s %s not found: `etcd recover` runs on a control plane with a stacked etcd member"):format(M.PREFIX, path), 0)
+  local pod, err = installed.read("etcd")
+  if not pod then
+    error(("%s %s: `etcd recover` runs on a control plane with a stacked etcd member"):format(M.PREFIX, err), 0)
   end
-  local docs, err = yaml.decode(text, path)
-  local pod = docs and docs[1]
-  local c = type(pod) == "table" and type(pod.spec) == "table" and type(pod.spec.containers) == "table"
-    and pod.spec.containers[1]
+  local c = type(pod.spec.containers) == "table" and pod.spec.containers[1]
   if type(c) ~= "table" or type(c.command) ~= "table" then
-    error(("%s %s: not etcd's static Pod manifest%s"):format(M.PREFIX, path, err and (": " .. err) or ""), 0)
+    error(("%s %s: not etcd's static Pod manifest (no container command)"):format(M.PREFIX, manifest_path()), 0)
   end
-  return text, pod, c.command
+  return pod, c.command
 end
 
 local function has_flag(command)
@@ -130,7 +126,7 @@ end
 function M.run(ctx, opts)
   opts = opts or {}
   local node = restart.this_node(ctx)
-  local _, pod, command = read_manifest()
+  local pod, command = read_manifest()
   -- (with the flag in the manifest the decision was made: the kubelet may have restarted etcd with it
   -- already, and going on, --yes or not, is the only way back to a member that never forces again)
   local m <close>, ep = local_member(ctx)
