@@ -163,26 +163,36 @@ end
 -- backup keeps it) and the kubelet stops the pod; done once its client and peer ports stayed free
 -- for ETCD_STOP_QUIET seconds (a crash-looping etcd may be between two starts at one check).
 M.ETCD_STOP_TIMEOUT, M.ETCD_STOP_QUIET = 90, 3
+
+-- Waits until a component whose manifest left has stopped: its ports on the advertise address free
+-- for `quiet` seconds (a crash-looping one may be between two starts at one look). → true | nil, err.
+function M.wait_stopped(ctx, component, ports, timeout, quiet)
+  local adv = nodeview.advertise_address(ctx)
+  local deadline, quiet_since = core.monotonic() + timeout, nil
+  while true do
+    local busy = false
+    for _, p in ipairs(ports) do busy = busy or net.port_free(adv, p) == false end
+    local now = core.monotonic()
+    if busy then quiet_since = nil else quiet_since = quiet_since or now end
+    if quiet_since and now - quiet_since >= quiet then return true end
+    if now > deadline then
+      return nil, ("%s still listens on %s port %s %ds after its manifest was taken out (is the kubelet running?)")
+        :format(component, adv, table.concat(ports, "/"), timeout)
+    end
+    core.sleep(math.min(M.INTERVAL, 0.25))
+  end
+end
+
 function M.stop_etcd(ctx, st)
   local ok, err = fs.write(st.backup_dir .. "/" .. interrupted.MARK, "", "0600")
   if not ok then return nil, err end
   ok, err = fs.remove(manifests.path("etcd"))
   if not ok then return nil, ("removing %s: %s"):format(manifests.path("etcd"), err) end
-  local adv = nodeview.advertise_address(ctx)
-  local deadline, quiet_since = core.monotonic() + M.ETCD_STOP_TIMEOUT, nil
-  log.info("[upgrade/rollback] Waiting for the kubelet to stop etcd (its ports %s:2379 and 2380 free for %ds)", adv,
-    M.ETCD_STOP_QUIET)
-  while true do
-    local busy = net.port_free(adv, 2379) == false or net.port_free(adv, 2380) == false
-    local now = core.monotonic()
-    if busy then quiet_since = nil else quiet_since = quiet_since or now end
-    if quiet_since and now - quiet_since >= M.ETCD_STOP_QUIET then return true end
-    if now > deadline then
-      return nil, ("etcd still listens on %s:2379 or 2380 %ds after its manifest was removed: not touching its data "
-        .. "while it runs"):format(adv, M.ETCD_STOP_TIMEOUT)
-    end
-    core.sleep(M.INTERVAL)
-  end
+  log.info("[upgrade/rollback] Waiting for the kubelet to stop etcd (its ports %s:2379 and 2380 free for %ds)",
+    nodeview.advertise_address(ctx), M.ETCD_STOP_QUIET)
+  ok, err = M.wait_stopped(ctx, "etcd", { 2379, 2380 }, M.ETCD_STOP_TIMEOUT, M.ETCD_STOP_QUIET)
+  if not ok then return nil, err .. ": not touching its data while it runs" end
+  return true
 end
 
 -- Puts the etcd data backed up before the upgrade back in place (kubeadm's rollbackEtcdData), with

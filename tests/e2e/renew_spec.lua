@@ -15,6 +15,7 @@ local RENEW_ALL = { "certs", "renew", "all", "--if-expiring-within", "9000h" } -
 local NOTHING_DUE = { "certs", "renew", "all", "--if-expiring-within", "720h" }
 local CPS = { "cp1", "cp2", "cp3" }
 local PENDING = "/etc/kubernetes/tmp/moonadm-restart-pending"
+local ASIDE = "/etc/kubernetes/tmp/moonadm-restart-aside/kube-apiserver.yaml"
 
 local st
 
@@ -96,7 +97,9 @@ describe("certs renew --if-expiring-within on a 3-control-plane lab", function()
     local ok, failed = stop()
     print(("\n    renewal of 3 control planes: %d /readyz polls through the endpoint answered, %d failed"):format(ok, failed))
     assert.is_true(ok > 0)
-    assert.is_true(failed <= (ok + failed) // 10, ("%d of %d polls failed"):format(failed, ok + failed))
+    -- each apiserver steps aside while its etcd restarts (0 failed on the lab, 3 before it did): at most
+    -- the one or two polls a terminating apiserver answers before the balancer's next check drops it
+    assert.is_true(failed <= 2, ("%d of %d polls failed"):format(failed, ok + failed))
     for _, node in ipairs(CPS) do
       for _, f in ipairs { "/etc/kubernetes/pki/apiserver.crt", "/etc/kubernetes/pki/etcd/server.crt",
         "/etc/kubernetes/pki/etcd/peer.crt" } do
@@ -151,6 +154,9 @@ describe("certs renew --if-expiring-within on a 3-control-plane lab", function()
       code, out = run("cp3", RENEW_ALL)
       assert.equal(0, code, ("write:%d: the run after the kill:\n%s"):format(n, out))
       assert.is_nil(h.read(node_dir("cp3") .. PENDING), ("write:%d: a pending restart is left"):format(n))
+      assert.is_nil(h.read(node_dir("cp3") .. ASIDE), ("write:%d: the apiserver's manifest is left aside"):format(n))
+      assert.truthy(h.read(node_dir("cp3") .. "/etc/kubernetes/manifests/kube-apiserver.yaml"), ("write:%d"):format(n))
+      assert.truthy(h.read(node_dir("cp3") .. "/etc/kubernetes/manifests/etcd.yaml"), ("write:%d"):format(n))
       code, out = run("cp3", { "certs", "check-expiration", "--warn-within", "8000h" })
       assert.equal(0, code, ("write:%d: %s"):format(n, out))
     end
