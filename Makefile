@@ -166,7 +166,7 @@ lab-bins-for-specs:
 # The lab's binaries for the e2e tests: built (or linked from the cache) when Go is here; without Go
 # a cache from an earlier build still links; otherwise tests/run.sh counts the e2e tests as failed.
 lab-bins-for-test:
-	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node || \
+	@PATH='$(GO_PATH)' lab/build-bins.sh control-plane node etcdutl || \
 	  echo "test: the lab's binaries could not be built$(if $(HAVE_GO),, (no Go toolchain: /usr/local/go or go on PATH)): the e2e tests will count as failed"
 	@PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_RELEASES)' lab/build-bins.sh control-plane && \
 	  PATH='$(GO_PATH)' LAB_RELEASES='$(TEST_REFERENCES)' lab/build-bins.sh reference || \
@@ -235,7 +235,7 @@ lab-bins:
 # kube-proxy and coredns), whose images then join the archive: `lab up --kubelet real
 # --kubernetes-version v1.36.3`, and a real-kubelet upgrade to them.
 lab-bins-node:
-	@PATH='$(GO_PATH)' LAB_RELEASES= lab/build-bins.sh control-plane node
+	@PATH='$(GO_PATH)' LAB_RELEASES= lab/build-bins.sh control-plane node etcdutl
 	@$(if $(strip $(LAB_RELEASES)),PATH='$(GO_PATH)' LAB_RELEASES='$(LAB_RELEASES)' lab/build-bins.sh control-plane node)
 	@lab/build-images.sh
 

@@ -5,7 +5,7 @@
  *   r, err, kind = c:member_add(peer_urls, {learner=true}) (also r.member: the new one)
  *   r, err, kind = c:member_promote(id) / c:member_remove(id)
  *   st, err, kind = c:status(i | url)    {endpoint=, version=, member_id=, leader=, raft_index=, raft_term=,
- *                                        raft_applied_index=, db_size=, is_learner=, errors={}}
+ *                                        raft_applied_index=, revision=, db_size=, is_learner=, errors={}}
  *   h, err, kind = c:health(i | url)     {endpoint=, healthy=, reason=, status=}
  *   c:endpoints(); c:add_endpoint(url); c:close()       (also __close / __gc)
  *   etcd.id_hex(id) -> "8e9e05c52164694d"; etcd.id_from_hex(hex) -> decimal id
@@ -373,7 +373,7 @@ static int l_status(lua_State *L)
 		ma_etcd_status_free(&s);
 		return push_fail(L, &e);
 	}
-	lua_createtable(L, 0, 12); /* client target s */
+	lua_createtable(L, 0, 13); /* client target s */
 	lua_pushstring(L, s.endpoint);
 	lua_setfield(L, -2, "endpoint");
 	lua_pushstring(L, s.version);
@@ -388,6 +388,8 @@ static int l_status(lua_State *L)
 	lua_setfield(L, -2, "raft_term");
 	push_u64_int(L, s.raft_applied_index);
 	lua_setfield(L, -2, "raft_applied_index");
+	push_u64_int(L, s.revision); /* the key-value store's revision (what a snapshot is compared by) */
+	lua_setfield(L, -2, "revision");
 	push_u64_int(L, s.db_size);
 	lua_setfield(L, -2, "db_size");
 	push_u64_int(L, s.db_size_in_use);

@@ -3,9 +3,12 @@
 #   lab/build-bins.sh [control-plane] [node]      (no argument: control-plane)
 #   LAB_RELEASES="v1.35.4 v1.36.3" lab/build-bins.sh control-plane
 #   LAB_RELEASES=v1.37.2 lab/build-bins.sh reference
+#   lab/build-bins.sh etcdutl
 # control-plane: kube-apiserver kube-controller-manager kube-scheduler kubeadm kubectl (k8s.io/kubernetes,
 #                lab/k8s), etcd etcdctl (go.etcd.io/etcd, lab/etcd)
 # reference:     the release's kubeadm alone (the differential spec's column for that release)
+# etcdutl:       etcd's offline tool at the default release's etcd (lab/etcdutl), what `moonadm etcd
+#                snapshot restore` runs; a set of its own, so the control plane's cache key is unchanged
 # node:          what the real-kubelet lab adds: kubelet kube-proxy (lab/node: the same release and
 #                staging pins), containerd v2 with its runc shim and ctr, crictl (cri-tools), coredns,
 #                lab-image (lab/images: writes the lab's images with go-containerregistry) and pause
@@ -114,7 +117,13 @@ for set in $sets; do
                cat "$rdir"/node/go.mod "$rdir"/node/go.sum "$rdir"/node/tools.go; } | sha256sum | cut -c1-16)
       cache="$cache_root/node-$release-$key"
     fi ;;
-  *) echo "lab-bins: unknown set '$set' (control-plane, reference, node)" >&2; exit 2 ;;
+  etcdutl)
+    [ "$release" = "$DEFAULT_RELEASE" ] || continue # one etcdutl restores every release's snapshots
+    bins="etcdutl"
+    key=$( { echo "$bins -trimpath -s -w"; cat "$here"/etcdutl/go.mod "$here"/etcdutl/go.sum "$here"/etcdutl/tools.go; } \
+      | sha256sum | cut -c1-16)
+    cache="$cache_root/etcdutl-$etcd-$key" ;;
+  *) echo "lab-bins: unknown set '$set' (control-plane, reference, node, etcdutl)" >&2; exit 2 ;;
   esac
   have_all=1; for b in $bins; do [ -x "$cache/$b" ] || have_all=0; done
   if [ $have_all = 0 ]; then
@@ -123,6 +132,8 @@ for set in $sets; do
     mkdir -p "$tmp"
     if [ "$set" = reference ]; then
       build "$rdir/k8s" k8s.io/kubernetes/cmd/kubeadm kubeadm "$k8s_ld"
+    elif [ "$set" = etcdutl ]; then
+      build "$here/etcdutl" go.etcd.io/etcd/etcdutl/v3 etcdutl "-s -w"
     elif [ "$set" = control-plane ]; then
       build "$rdir/etcd" go.etcd.io/etcd/server/v3 etcd "-s -w"
       build "$rdir/etcd" go.etcd.io/etcd/etcdctl/v3 etcdctl "-s -w"
@@ -161,6 +172,9 @@ for set in $sets; do
   # No `| head` here: under pipefail a reader that exits first kills the writer with SIGPIPE (exit 141).
   if [ "$set" = reference ]; then
     "$out/$release/kubeadm" version -o short
+  elif [ "$set" = etcdutl ]; then
+    etcdutl_out=$("$out/$release/etcdutl" version)
+    echo "${etcdutl_out%%$'\n'*}"
   elif [ "$set" = control-plane ]; then
     "$out/$release/kube-apiserver" --version
     etcd_out=$("$out/$release/etcd" --version)

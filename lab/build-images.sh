@@ -4,7 +4,7 @@
 #   lab/build-images.sh            -> .lab/images.tar (a link into the cache)
 # The names and tags are the ones kubeadm v1.35's manifests and addons use for the default
 # imageRepository (registry.k8s.io), so `imagePullPolicy: IfNotPresent` finds them:
-#   kube-apiserver kube-controller-manager kube-scheduler kube-proxy :v1.35.4, etcd:3.6.6-0,
+#   kube-apiserver kube-controller-manager kube-scheduler kube-proxy :v1.35.4, etcd:3.6.6-0 (with etcdutl),
 #   coredns/coredns:v1.13.1, pause:3.10.1; and moonadm.lab/busybox:1.35.0 (Debian's busybox-static)
 # for test pods. Every other release built in full (its control-plane and node sets: .lab/bin/<release>/
 # has kube-proxy) adds the images its own kubeadm lists (`kubeadm config images list`): its four
@@ -23,7 +23,7 @@ K8S_VERSION=v1.35.4
 REPO=registry.k8s.io
 cache_root=${MOONADM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/moonadm}/lab-images
 
-bins="kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd etcdctl coredns pause lab-image"
+bins="kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd etcdctl etcdutl coredns pause lab-image"
 for b in $bins; do
   [ -x "$bin/$b" ] || { echo "lab-images: $bin/$b is missing: run make lab-bins-node" >&2; exit 1; }
 done
@@ -35,7 +35,7 @@ images="$REPO/kube-apiserver:$K8S_VERSION $bin/kube-apiserver
 $REPO/kube-controller-manager:$K8S_VERSION $bin/kube-controller-manager
 $REPO/kube-scheduler:$K8S_VERSION $bin/kube-scheduler
 $REPO/kube-proxy:$K8S_VERSION $bin/kube-proxy
-$REPO/etcd:3.6.6-0 $bin/etcd $bin/etcdctl
+$REPO/etcd:3.6.6-0 $bin/etcd $bin/etcdctl $bin/etcdutl
 $REPO/coredns/coredns:v1.13.1 $bin/coredns
 $REPO/pause:3.10.1 $bin/pause"
 have() { grep -q "^$1 " <<<"$images"; }
@@ -143,6 +143,8 @@ else
       image "$ref" "$r" - ;;
     */etcd)
       base "$r"; put "$r" "$1" /usr/local/bin/etcd; put "$r" "$2" /usr/local/bin/etcdctl
+      # etcdutl as etcd's own images have it (moonadm etcd snapshot restore runs it through the CRI)
+      [ -n "${3:-}" ] && put "$r" "$3" /usr/local/bin/etcdutl
       image "$ref" "$r" /usr/local/bin/etcd ;;
     */coredns) base "$r"; put "$r" "$1" /coredns; image "$ref" "$r" /coredns ;;
     */pause) mkdir -p "$r"; put "$r" "$1" /pause; image "$ref" "$r" /pause ;;

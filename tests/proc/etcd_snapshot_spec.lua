@@ -6,6 +6,7 @@ local etcd = require "moonadm.etcd"
 local fs = require "moonadm.fs"
 local snapshot = require "etcd.snapshot"
 local cmd = require "commands.etcd"
+local etcdutl = require "etcd.etcdutl"
 
 local fixture = h.top .. "/tests/fixtures/etcd.sh"
 local labbin = h.lab_bin .. "/etcd"
@@ -84,6 +85,34 @@ h.when_built(labbin, "make lab-bins", describe, pending)("etcd snapshots of a re
     assert.equal(0, scode, sout)
     assert.truthy(sout:find("ETCD CHECKSUM  valid", 1, true), sout)
     assert.truthy(sout:find(info.sha256, 1, true), sout)
+  end)
+
+  h.when_built(h.lab_bin .. "/etcdutl", "make lab-bins-for-test", it, pending)(
+    "hands etcdutl a file it restores, at the revision the member reports", function()
+    local c <close> = assert(etcd.new { endpoints = { env.CLIENT0 }, ca_pem = readf(env.CA), cert_pem = readf(env.CERT),
+      key_pem = readf(env.KEY) })
+    local live = assert(c:status(1))
+    assert.is_true(math.type(live.revision) == "integer" and live.revision >= 301, tostring(live.revision))
+    local file = dir .. "/for-etcdutl.db"
+    local code, out, err = moonadm { "etcd", "snapshot", "save", file, "--endpoint", env.CLIENT0, "--cert-dir", certdir }
+    assert.equal(0, code, out .. err)
+    local tool = assert(etcdutl.find { explicit = h.lab_bin .. "/etcdutl" })
+    local st = assert(etcdutl.status(tool, file))
+    assert.equal(live.revision, st.revision) -- nothing written in between
+    assert.is_true(st.total_key >= 300, tostring(st.total_key))
+    local ddir = dir .. "/restored"
+    assert(etcdutl.restore(tool, { file = file, data_dir = ddir, name = "solo", peer_url = "https://127.0.0.1:2380",
+      token = "t" }))
+    assert.truthy(fs.stat(ddir .. "/member/snap/db"), "no database in the restored data dir")
+    assert.truthy(fs.stat(ddir .. "/member/wal"), "no WAL in the restored data dir")
+    -- a damaged file is etcdutl's error, named
+    writef(dir .. "/bad.db", ("x"):rep(8192))
+    local bad, berr = etcdutl.status(tool, dir .. "/bad.db")
+    assert.is_nil(bad)
+    assert.truthy(berr:find("snapshot status", 1, true), berr)
+    local none, nerr = etcdutl.find { explicit = dir .. "/no-such-etcdutl" }
+    assert.is_nil(none)
+    assert.truthy(nerr:find("not an executable file", 1, true), nerr)
   end)
 
   it("never replaces an existing file, and leaves nothing when etcd cannot be reached", function()
