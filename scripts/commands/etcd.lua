@@ -13,6 +13,7 @@ local config = require "config"
 local context = require "framework.context"
 local common = require "commands.common"
 local recovery = lazy.require "recovery.etcd_quorum"
+local restore_mod = lazy.require "recovery.etcd_restore"
 
 local M = {}
 
@@ -21,11 +22,13 @@ M.EXIT_DAMAGED = 4
 
 local DIR = { name = "dir", type = "string", default = snapshot.DIR,
   help = "The directory of scheduled snapshots: each is etcd-snapshot-<node>-<time>.db with its .sha256 beside it" }
+local CERT_DIR = { name = "cert-dir", type = "string", default = "/etc/kubernetes/pki", help = "The path of the etcd CA and the healthcheck client certificate" }
+local CONFIG = { name = "config", type = "string", help = "Path to a kubeadm configuration file (its timeouts)." }
 local OUTPUT = { name = "output", short = "o", type = "string", default = "text", help = "Output format. One of: text|json." }
 local SAVE_FLAGS = {
   DIR,
   { name = "endpoint", type = "string", help = "The etcd member to snapshot (default: this node's, its manifest's --advertise-client-urls)" },
-  { name = "cert-dir", type = "string", default = "/etc/kubernetes/pki", help = "The path of the etcd CA and the healthcheck client certificate" },
+  CERT_DIR,
   { name = "keep", type = "int", default = 0, help = "After saving into --dir, keep only this many newest snapshots there (0: keep all)" },
   { name = "timeout", type = "string", default = "10m", help = "How long the whole transfer may take" },
   OUTPUT,
@@ -34,8 +37,14 @@ local STATUS_FLAGS = { OUTPUT }
 local LIST_FLAGS = { DIR, OUTPUT }
 local RECOVER_FLAGS = {
   { name = "yes", type = "bool", help = "Go on although this member's data becomes the whole cluster (writes only the lost members had are lost)" },
-  { name = "cert-dir", type = "string", default = "/etc/kubernetes/pki", help = "The path of the etcd CA and the healthcheck client certificate" },
-  { name = "config", type = "string", help = "Path to a kubeadm configuration file (its timeouts)." },
+  CERT_DIR,
+  CONFIG,
+}
+local RESTORE_FLAGS = {
+  { name = "yes", type = "bool", help = "Go on although the cluster holds newer data than the snapshot (or cannot be asked): every change since it is lost" },
+  { name = "etcdutl", type = "string", help = "The etcdutl to run: a path, or \"image\" for the etcd image's own, run once as a static Pod (default: $MOONADM_ETCDUTL, else etcdutl on PATH, else the image's)" },
+  CERT_DIR,
+  CONFIG,
 }
 local PRUNE_FLAGS = { DIR, { name = "keep", type = "int", default = 5, help = "How many of the newest snapshots to keep (at least 1)" } }
 
@@ -65,6 +74,17 @@ M.help = {
     long = "Reads FILE once and says whether a restore may take it. Exit status 0 when every check holds, " ..
       M.EXIT_DAMAGED .. " when\nthe file is there but fails one (damaged, cut, not a snapshot), 1 when it cannot be read.",
     args = "FILE", flags = STATUS_FLAGS },
+  ["snapshot restore"] = { short = "Make a snapshot the whole etcd cluster's data, from this control plane",
+    long = "Restores a stacked etcd from FILE on this control plane: its kube-apiserver and etcd stop (their manifests\n" ..
+      "wait in /etc/kubernetes/tmp/moonadm-etcd-restore), etcd's etcdutl writes a new data dir from the snapshot\n" ..
+      "(revisions bumped, the old ones compacted, so every client relists; the data dir's old contents are kept beside\n" ..
+      "it), then etcd comes back as a cluster of this member alone, then the apiserver. The other control planes\n" ..
+      "leave first (`moonadm reset` removes each member with the quorum whole: the restore refuses while another\n" ..
+      "member answers) and join again afterwards (`moonadm join --control-plane`). Without --yes it refuses when\n" ..
+      "the cluster is newer than the snapshot, saying by how many revisions. A run killed anywhere goes on when\n" ..
+      "run again with the same FILE (the decision was made).",
+    args = "FILE", flags = RESTORE_FLAGS,
+    example = "  # on cp2 and cp3: moonadm reset --force\n  moonadm etcd snapshot restore --yes /var/lib/moonadm-etcd-snapshots/etcd-snapshot-cp1-20261207T120000Z.db" },
   ["snapshot list"] = { short = "List the snapshots in --dir, newest first", args = "", flags = LIST_FLAGS },
   ["snapshot prune"] = { short = "Remove all but the --keep newest snapshots in --dir", args = "", flags = PRUNE_FLAGS },
 }
@@ -172,17 +192,27 @@ local function prune(argv)
   return 0
 end
 
-local SUBS = { save = save, status = status, list = list, prune = prune }
-
-local function recover(argv)
-  local flags, _, set = parse(RECOVER_FLAGS, argv, 0)
+local function context_for(flags, set)
   local cfg, err = config.load { kind = "init", files = flags.config and { flags.config } or {}, flags = {} }
   if not cfg then error(err, 0) end
   cfg.cluster.certificatesDir = flags["cert-dir"]
   common.take_root(flags, { cert_dir = flags["cert-dir"] }) -- it rewrites the etcd manifest: one moonadm at a time
-  local ctx = context.new { command = "etcd", cfg = cfg, gates = cfg.gates or {}, flags = flags, flags_set = set,
+  return context.new { command = "etcd", cfg = cfg, gates = cfg.gates or {}, flags = flags, flags_set = set,
     root = flags.root }
-  recovery.run(ctx, { yes = flags.yes }) -- "recovered" or "quorum" (nothing to do); raises otherwise
+end
+
+local function restore(argv)
+  local flags, args, set = parse(RESTORE_FLAGS, argv, 1)
+  if not args[1] then error("etcd snapshot restore needs the snapshot FILE (see --help)", 0) end
+  restore_mod.run(context_for(flags, set), { file = args[1], yes = flags.yes, etcdutl = flags.etcdutl })
+  return 0
+end
+
+local SUBS = { save = save, status = status, list = list, prune = prune, restore = restore }
+
+local function recover(argv)
+  local flags, _, set = parse(RECOVER_FLAGS, argv, 0)
+  recovery.run(context_for(flags, set), { yes = flags.yes }) -- "recovered" or "quorum" (nothing to do); raises otherwise
   return 0
 end
 

@@ -48,7 +48,7 @@ function M.backup(data_dir, dest)
 end
 
 -- Moves a tree to `dst`: a rename on one file system, else a copy and then the removal of `src`.
-local function move_tree(src, dst)
+function M.move_tree(src, dst)
   local ok, err = fs.rename(src, dst)
   if ok then return true end
   if not tostring(err):find("different file systems", 1, true) then return nil, err end
@@ -95,7 +95,7 @@ function M.restore(data_dir, backup, files, keep)
       if not ok then return nil, ("moving the failed etcd's %s aside: %s (the backup is restored)"):format(name, err) end
     end
   end
-  ok, err = move_tree(staging, keep)
+  ok, err = M.move_tree(staging, keep)
   if not ok then
     return nil, ("keeping the failed data in %s: %s (the backup is restored; the failed data stays in %s)")
       :format(keep, err, staging)

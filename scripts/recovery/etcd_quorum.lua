@@ -7,6 +7,7 @@
 -- again: with the flag in the manifest the run goes on from the restart; without it and with a
 -- quorum there is nothing to do.
 --   how = recover.run(ctx, {yes=, settle=}) -- how: "recovered" | "quorum" (nothing to do); raises
+--   m, ep = recover.local_member(ctx); st = recover.wait_single(m, timeout [, after_term]) (restore's too)
 local core = require "moonadm.core"
 local fs = require "moonadm.fs"
 local log = require "framework.log"
@@ -56,7 +57,7 @@ local function write_manifest(pod)
 end
 
 -- A client of this node's own member only (never another: it may be the one that is gone).
-local function local_member(ctx)
+function M.local_member(ctx)
   local ep = cnet.etcd_client_url(nodeview.advertise_address(ctx))
   local m, err = members.new { endpoints = { ep }, cert_dir = fs.path(config.cert_dir(ctx.cfg.cluster)),
     dial_timeout = 2, request_timeout = 3, timeout = 3 }
@@ -84,7 +85,7 @@ end
 
 -- Waits until the member is the only one and its own leader, in a raft term above `after` when given
 -- (a restarted member campaigns anew: the term tells the new process from the one before).
-local function wait_single(m, timeout, after)
+function M.wait_single(m, timeout, after)
   return capi.poll("this member to lead a cluster of its own", timeout, 0.5, function()
     local st, err = m:status()
     if not st then return nil, err end
@@ -129,7 +130,7 @@ function M.run(ctx, opts)
   local pod, command = read_manifest()
   -- (with the flag in the manifest the decision was made: the kubelet may have restarted etcd with it
   -- already, and going on, --yes or not, is the only way back to a member that never forces again)
-  local m <close>, ep = local_member(ctx)
+  local m <close>, ep = M.local_member(ctx)
   local forced = has_flag(command)
   if not forced then
     local st, leader = watch(m, ep, opts.settle or M.SETTLE)
@@ -164,7 +165,7 @@ function M.run(ctx, opts)
   end
   local timeout = capi.timeout(ctx, "upgradeManifests")
   local t0 = core.monotonic()
-  local ok, st = pcall(wait_single, m, timeout)
+  local ok, st = pcall(M.wait_single, m, timeout)
   if not ok then
     error(("%s %s. The etcd manifest still has %s: run `moonadm etcd recover` again (it goes on) before any " ..
       "node joins"):format(M.PREFIX, tostring(st), M.FLAG), 0)
@@ -179,7 +180,7 @@ function M.run(ctx, opts)
   write_manifest(pod)
   log.info("%s Restarting etcd without %s", M.PREFIX, M.FLAG)
   t0 = core.monotonic()
-  wait_single(m, timeout, st.raft_term)
+  M.wait_single(m, timeout, st.raft_term)
   log.info("%s etcd restarted without %s after %s", M.PREFIX, M.FLAG, capi.go_duration(core.monotonic() - t0))
   control_plane.wait_healthy(ctx, "etcd", capi.timeout(ctx, "controlPlaneComponentHealthCheck"), M.PREFIX)
   log.info("%s etcd has a quorum again: one member, %s. The other control planes rejoin with `moonadm reset` " ..

@@ -155,6 +155,28 @@ function M.run_on(st, node, argv)
   return code, out .. err, os.time() - t0
 end
 
+-- etcdctl on a lab node against its own member, with the node's healthcheck client: code, text.
+M.ETCDCTL = { "etcdctl", "--endpoints", "https://127.0.0.1:2379", "--cacert", "/etc/kubernetes/pki/etcd/ca.crt",
+  "--cert", "/etc/kubernetes/pki/etcd/healthcheck-client.crt", "--key", "/etc/kubernetes/pki/etcd/healthcheck-client.key",
+  "--command-timeout", "5s" }
+function M.etcdctl(st, node, args)
+  local argv = table.move(M.ETCDCTL, 1, #M.ETCDCTL, 1, {})
+  table.move(args, 1, #args, #argv + 1, argv)
+  return M.run_on(st, node, argv)
+end
+
+-- The names of the voting etcd members, as the node's member lists them (sorted); raises on failure.
+function M.etcd_voting(st, node)
+  local code, out = M.etcdctl(st, node, { "member", "list", "-w", "json" })
+  assert(code == 0, out)
+  local names = {}
+  for _, m in ipairs(cjson.decode(out:match("{.*}")).members) do
+    if not m.isLearner then names[#names + 1] = m.name end
+  end
+  table.sort(names)
+  return names
+end
+
 -- Waits up to two minutes until the cluster of kubeconfig has exactly n Nodes, all Ready.
 function M.nodes_ready(st, kubeconfig, n)
   local deadline = os.time() + 120

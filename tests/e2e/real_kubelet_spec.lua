@@ -4,7 +4,8 @@
 -- static Pod a container the CRI lists, the addons running, a Pod on the worker with a pod IP that
 -- resolves the API's Service through coredns and reaches the apiserver through kube-proxy's rules,
 -- the worker's bootstrap CSR approved, `reset` removing its containers through the CRI and the node
--- joining again, no unknown-field warning from the kubelet, and `lab down` leaving nothing.
+-- joining again, no unknown-field warning from the kubelet, an etcd snapshot restored with the etcd
+-- image's etcdutl as a one-shot static Pod while the worker's Pod keeps running, and `lab down` leaving nothing.
 local cjson = require "cjson"
 local fixture = require "lab_fixture"
 local h = require "helpers"
@@ -151,6 +152,42 @@ spec:
     end)
     wait("w1 Ready", 60, function() return node_ready(st, "w1") end)
     assert.matches("kubelet: exited with 137; restarting in 10s", h.read(st.nodes[2].root .. "/var/log/moonadm-node.log"), 1, true)
+  end)
+
+  it("restores an etcd snapshot with the etcd image's etcdutl as a static Pod; the worker's Pod keeps running", function()
+    assert.equal(0, code, out .. err)
+    local before = kjson(st, { "get", "pod", "bb", "-o", "json" })
+    local rc, o = fixture.kubectl(st, { "create", "configmap", "in-snapshot", "-n", "default" })
+    assert.equal(0, rc, o)
+    local dir = h.tmpdir()
+    rc, o = fixture.exec(st, "cp1", { "moonadm", "etcd", "snapshot", "save", dir .. "/s.db" })
+    assert.equal(0, rc, o)
+    rc, o = fixture.kubectl(st, { "create", "configmap", "after-snapshot", "-n", "default" })
+    assert.equal(0, rc, o)
+    rc, o = fixture.exec(st, "cp1", { "moonadm", "etcd", "snapshot", "restore", dir .. "/s.db", "--yes", "--etcdutl", "image" })
+    assert.equal(0, rc, o)
+    assert.matches("etcdutl of registry.k8s.io/etcd:3.6.6-0 (a one-shot static Pod)", o, 1, true)
+    assert.matches("The cluster holds the snapshot's data", o, 1, true)
+    rc, o = fixture.kubectl(st, { "get", "configmap", "in-snapshot", "-n", "default", "-o", "name" })
+    assert.equal(0, rc, o)
+    rc, o = fixture.kubectl(st, { "get", "configmap", "after-snapshot", "-n", "default", "-o", "name" })
+    assert.are_not.equal(0, rc, o)
+    assert.matches("NotFound", o, 1, true)
+    -- the one-shot Pod's manifest is gone, and the restored cluster keeps the worker's Pod as it ran
+    rc, o = fixture.exec(st, "cp1", { "ls", "/etc/kubernetes/manifests" })
+    assert.equal(0, rc, o)
+    assert.is_nil(o:find("moonadm-etcdutl", 1, true), o)
+    wait("both Nodes Ready after the restore", 120, function()
+      local a, why = node_ready(st, "cp1")
+      if not a then return false, why end
+      return node_ready(st, "w1")
+    end)
+    rc, o = fixture.kubectl(st, { "wait", "--for=condition=Ready", "pod/bb", "--timeout=60s" })
+    assert.equal(0, rc, o)
+    local after = kjson(st, { "get", "pod", "bb", "-o", "json" })
+    assert.equal(before.metadata.uid, after.metadata.uid)
+    assert.equal(before.status.containerStatuses[1].containerID, after.status.containerStatuses[1].containerID)
+    h.rmrf(dir)
   end)
 
   it("resets the worker: the CRI lists no pod afterwards, the kubelet is stopped, and it joins again", function()
