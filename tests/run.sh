@@ -111,7 +111,7 @@ if [ -z "${MOONADM_NO_E2E:-}" ] && ls tests/e2e/*_spec.lua >/dev/null 2>&1; then
     exclude=()
     [ -n "${MOONADM_LONG:-}" ] || exclude=(--exclude-pattern='^long_')  # long_*_spec.lua only with make test-long
     rc=0
-    run_bg tests/busted.sh --output=utfTerminal --pattern=_spec "${exclude[@]}" tests/e2e > "$out/e.log" 2>&1 || rc=$?
+    run_bg tests/busted.sh --output=utfTerminal --helper=tests/e2e/timing.lua --pattern=_spec "${exclude[@]}" tests/e2e > "$out/e.log" 2>&1 || rc=$?
     cat "$out/e.log"
     add_busted e2e "$out/e.log" "$rc"
   fi
