@@ -26,8 +26,16 @@ echo
 echo "== moonadm lab up --kubelet $kubelet --control-planes $cp --workers $workers${name:+ --name $name}${subnet:+ --subnet $subnet}"
 "$bin" lab up --kubelet "$kubelet" --control-planes "$cp" --workers "$workers" ${named[@]+"${named[@]}"} ${up[@]+"${up[@]}"}
 labdir=${name:-cluster}; [ "$labdir" != moonadm ] || labdir=cluster  # the default lab's name
-kc=$top/.lab/$labdir/super-admin.conf
+# admin.conf (kubeadm:cluster-admins through RBAC), the day-to-day credential kubeadm points users
+# to; super-admin.conf is its break-glass one.
+kc=$top/.lab/$labdir/admin.conf
 kubectl=$top/.lab/bin/kubectl
+# The static Pods' mirror Pods turn Ready some seconds after the kubelet reports the Node: the tables
+# below show the cluster as it settles, not 0/1 while it is already up.
+if [ "$kubelet" = real ]; then
+  "$kubectl" --kubeconfig "$kc" wait --for=condition=Ready node --all --timeout=180s >/dev/null
+  "$kubectl" --kubeconfig "$kc" -n kube-system wait --for=condition=Ready pod -l tier=control-plane --timeout=180s >/dev/null
+fi
 echo
 echo "== kubectl get nodes -o wide"
 "$kubectl" --kubeconfig "$kc" get nodes -o wide

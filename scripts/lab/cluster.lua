@@ -111,7 +111,7 @@ function M.up(flags, set)
   end
   local named = name ~= net.NAME and (" --name " .. name) or ""
   log.result(("[lab] up: %d control plane(s), %d worker(s) in %s (subnet %s.0/24)\n" ..
-    "  kubectl --kubeconfig %s/super-admin.conf get nodes -o wide\n" ..
+    "  kubectl --kubeconfig %s/admin.conf get nodes -o wide\n" ..
     "  moonadm lab status%s | moonadm lab exec%s cp1 -- CMD | moonadm lab down%s"):format(flags["control-planes"],
     flags.workers, dir, st.subnet, dir, named, named, named))
   return 0
