@@ -83,6 +83,7 @@ sed -e "s/@VERSION@/$version/" -e "s|@MAINTAINER@|$maintainer|" -e "s/@ARCH@/$ar
 # md5sums, as dpkg --verify reads them
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
 chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
+install -m 0755 "$here/prerm" "$stage/DEBIAN/prerm" # removes the kubeadm alternative, when chosen
 
 mkdir -p "$out"
 deb=$out/moonadm_${version}_${arch}.deb

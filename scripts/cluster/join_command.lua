@@ -1,14 +1,14 @@
 -- The join commands kubeadm prints after init and for `token create --print-join-command`
 -- (cmd/kubeadm/app/cmd/util/join.go): endpoint from admin.conf's server, the CA's public-key pin.
 local pki = require "moonadm.pki"
+local progname = require "framework.progname"
 
 local M = {}
 
-M.COMMAND = "moonadm join"
-
 -- opts: {endpoint="host:port", token=, hashes={...}, control_plane=bool, certificate_key=}
 function M.text(o)
-  local out = { ("%s %s --token %s \\\n"):format(M.COMMAND, o.endpoint, o.token) }
+  -- run as kubeadm, the command is kubeadm's (tools that read it, as kubespray, run it as printed)
+  local out = { ("%s join %s --token %s \\\n"):format(progname.name, o.endpoint, o.token) }
   for _, h in ipairs(o.hashes) do out[#out + 1] = ("\t--discovery-token-ca-cert-hash %s "):format(h) end
   if o.control_plane then
     out[#out + 1] = "\\\n\t--control-plane "

@@ -9,17 +9,79 @@ local releases = require "config.releases"
 local yaml = require "moonadm.yaml"
 
 local globals = require "framework.globals"
+local progname = require "framework.progname"
 
 local M = {}
 
 M.flags = { { name = "output", short = "o", type = "string", help = "Output format; available options are 'yaml', 'json' and 'short'" } }
 M.help = { [""] = { short = "Print the version of moonadm", flags = M.flags, children = {} } }
 
+-- GOARCH of this machine, as kubeadm's `platform` names it.
+local function goarch()
+  local f = io.open("/proc/sys/kernel/arch", "r")
+  local m = f and f:read("l")
+  if f then f:close() end
+  local names = { x86_64 = "amd64", aarch64 = "arm64", armv7l = "arm", ppc64le = "ppc64le", s390x = "s390x" }
+  return names[m or ""] or m or "amd64"
+end
+
+-- Run as `kubeadm`: kubeadm's own shapes (tools such as Cluster API's parse `-o short` to choose a
+-- config API version). The release is the one moonadm makes by default, or MOONADM_KUBEADM_VERSION
+-- (one moonadm serves: `moonadm version` lists them) where a tool compares it with the cluster's.
+-- Fields that describe a Go build say moonadm instead.
+local function kubeadm_version(o)
+  local v = os.getenv("MOONADM_KUBEADM_VERSION") or releases.DEFAULT
+  local minor = releases.minor_of(v)
+  if not minor or releases.latest_of(minor) ~= v then
+    error(("MOONADM_KUBEADM_VERSION=%s: not a release this moonadm makes; use one of %s"):format(v,
+      table.concat((function()
+        local l = {}
+        for m = releases.OLDEST, releases.NEWEST do l[#l + 1] = releases.latest_of(m) end
+        return l
+      end)(), ", ")), 0)
+  end
+  local f = { { "major", "1" }, { "minor", tostring(minor) }, { "gitVersion", v },
+    { "gitCommit", "moonadm-" .. version.scripts }, { "gitTreeState", "clean" }, { "buildDate", "1970-01-01T00:00:00Z" },
+    { "goVersion", "none" }, { "compiler", "cc" },
+    { "platform", "linux/" .. goarch() } }
+  local by = {}
+  for _, kv in ipairs(f) do by[kv[1]] = kv[2] end
+  if o == "short" then
+    print(v)
+  elseif o == "json" then -- encoding/json's MarshalIndent: the struct's order, two spaces
+    local lines = {}
+    for i, kv in ipairs(f) do
+      lines[i] = ("    %s: %s%s"):format(cjson.encode(kv[1]), cjson.encode(kv[2]):gsub("\\/", "/"), i < #f and "," or "")
+    end
+    print('{\n  "clientVersion": {\n' .. table.concat(lines, "\n") .. "\n  }\n}")
+  elseif o == "yaml" then -- sigs.k8s.io/yaml: keys sorted, numbers and timestamps quoted
+    local keys = {}
+    for _, kv in ipairs(f) do keys[#keys + 1] = kv[1] end
+    table.sort(keys)
+    local lines = { "clientVersion:" }
+    for _, k in ipairs(keys) do
+      local val = by[k]
+      if val:match("^%d+$") or k == "buildDate" then val = '"' .. val .. '"' end
+      lines[#lines + 1] = ("  %s: %s"):format(k, val)
+    end
+    print(table.concat(lines, "\n") .. "\n") -- kubeadm prints the YAML document with Println
+  elseif o == "" then
+    print(("kubeadm version: &version.Info{Major:%q, Minor:%q, EmulationMajor:\"\", EmulationMinor:\"\", " ..
+      "MinCompatibilityMajor:\"\", MinCompatibilityMinor:\"\", GitVersion:%q, GitCommit:%q, GitTreeState:%q, " ..
+      "BuildDate:%q, GoVersion:%q, Compiler:%q, Platform:%q}"):format(by.major, by.minor, by.gitVersion, by.gitCommit,
+      by.gitTreeState, by.buildDate, by.goVersion, by.compiler, by.platform))
+  else
+    error(("invalid output format: %s"):format(o), 0)
+  end
+  return 0
+end
+
 function M.main(argv)
   local flags, err = flags_mod.parse(globals.flags(globals.global, M.flags), argv)
   if not flags then error(err, 0) end
   globals.setup(flags)
   flags.output = flags.output or ""
+  if progname.as_kubeadm() then return kubeadm_version(flags.output) end
   local info = {
     moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,
     scriptsVersion = version.scripts, scriptsDir = core.scripts_dir() or "(embedded)",

@@ -12,6 +12,7 @@ local globals = require "framework.globals"
 local errors = require "framework.errors"
 local help = lazy.require "framework.help"
 local log = require "framework.log"
+local progname = require "framework.progname"
 local results = require "framework.results"
 
 local M = {}
@@ -189,6 +190,7 @@ end
 
 -- Returns the process exit code.
 function M.main(argv)
+  progname.set(argv[0])
   argv = command_first(argv)
   local name = argv[1]
   if not name then

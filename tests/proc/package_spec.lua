@@ -152,6 +152,21 @@ describe("make deb", function()
     assert.equal(tonumber(n:match("%d+")), #lines(h.read(ctl .. "/md5sums")))
   end)
 
+  it("runs as kubeadm through a link, and its prerm takes the kubeadm alternative away", function()
+    local link = tmp .. "/kubeadm"
+    assert.equal(0, (sh(("ln -sf %s %s"):format(h.q(root .. "/usr/bin/moonadm"), h.q(link)))))
+    local code, out = sh(h.q(link) .. " version -o short")
+    assert.equal(0, code, out)
+    assert.matches("^v1%.%d+%.%d+\n$", out) -- a Kubernetes release, not moonadm's own version
+    local ctl = tmp .. "/control-prerm"
+    assert.equal(0, (sh("dpkg-deb -e " .. h.q(deb) .. " " .. h.q(ctl))))
+    local c2, mode = sh("stat -c %a " .. h.q(ctl .. "/prerm"))
+    assert.equal(0, c2, mode)
+    assert.equal("755", mode:match("%d+"))
+    assert.equal(0, (sh("sh -n " .. h.q(ctl .. "/prerm"))))
+    assert.truthy(h.read(ctl .. "/prerm"):find("update-alternatives --remove kubeadm /usr/bin/moonadm", 1, true))
+  end)
+
   it("links only libraries ldd finds, and Depends names the package of each and of the Lua modules", function()
     local bin = root .. "/usr/bin/moonadm"
     local code, ldd = sh("ldd " .. h.q(bin))
