@@ -36,6 +36,10 @@ describe("site phases and reordered flows on the lab", function()
 
   it("runs a site phase inserted after kubelet-start on a worker join, once, at that point", function()
     local s1 = assert(fixture.node(new, "s1"))
+    -- a spare is a host made ready for Kubernetes: IPv4 forwarding on (kubeadm's join preflight checks it)
+    local fcode, fwd, ferr = fixture.exec(new, "s1", { "cat", "/proc/sys/net/ipv4/ip_forward" })
+    assert.equal(0, fcode, fwd .. ferr)
+    assert.equal("1", fwd:match("%S+"))
     local cp1 = new.nodes[1]
     local pin = pki.read_cert(h.read(cp1.root .. "/etc/kubernetes/pki/ca.crt")):pin()
     local file = new.dir .. "/s1-site-join.yaml"
