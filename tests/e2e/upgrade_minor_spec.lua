@@ -21,6 +21,14 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
 
   local function kubectl(args) return fixture.kubectl(st, args) end
   local function on(node, argv) return fixture.run_on(st, node, argv) end
+  -- A ConfigMap written through the API, once it takes writes again: after a rollback restarted etcd
+  -- the apiserver's etcd client reconnects by itself, and a write meanwhile can time out (server side).
+  local function write_configmap(name, timeout)
+    fixture.wait_for("the API to take a write (ConfigMap " .. name .. ")", timeout, function()
+      local rc, o = kubectl({ "-n", "default", "create", "configmap", name, "--from-literal=k=v" })
+      return rc == 0 or o:find("AlreadyExists", 1, true) ~= nil, o
+    end, 2)
+  end
 
   setup(function()
     assert(io.open(KUBEADM_TO), ("the reference kubeadm %s is missing: LAB_RELEASES=%s make lab-bins"):format(TO, TO))
@@ -93,8 +101,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
   it("a " .. TO .. " etcd that cannot start is rolled back with every key of etcd kept (data dir a mount point)", function()
     fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
       "kube-scheduler:" .. FROM })
-    local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-etcd-rollback", "--from-literal=k=v" })
-    assert.equal(0, rc, o)
+    write_configmap("before-etcd-rollback", 60)
     local root = st.nodes[1].root
     local code, out = fixture.exec(st, "cp1", { "mountpoint", "/var/lib/etcd" })
     assert.equal(0, code, "the lab's /var/lib/etcd is not a mount point: " .. out)
@@ -133,6 +140,8 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
         [[jsonpath={.metadata.annotations.kubernetes\.io/config\.hash}]] })
       return rc == 0 and hash == want, hash
     end, 2)
+    -- and it takes writes again (the next case begins with one)
+    write_configmap("after-etcd-rollback", 180)
     -- the failed etcd's data is kept beside the backup, and the data dir has nothing of the restore left
     code, out = fixture.exec(st, "cp1", { "sh", "-c", "ls -d /etc/kubernetes/tmp/kubeadm-backup-etcd-*/etcd-failed/member "
       .. "&& test ! -e /var/lib/etcd/.moonadm-restore" })
@@ -142,8 +151,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
   it("a " .. TO .. " kube-apiserver that cannot start is rolled back to " .. FROM .. "; etcd stays upgraded, its data whole", function()
     fixture.wait_images(st, "cp1", { "etcd:3.6.6-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
       "kube-scheduler:" .. FROM })
-    local rc, o = kubectl({ "-n", "default", "create", "configmap", "before-rollback", "--from-literal=k=v" })
-    assert.equal(0, rc, o)
+    write_configmap("before-rollback", 60)
     local root = st.nodes[1].root
     local manifest = root .. "/etc/kubernetes/manifests/kube-apiserver.yaml"
     local before = h.read(manifest)
@@ -157,7 +165,7 @@ describe("a minor upgrade " .. FROM .. " -> " .. TO .. " on the lab (1 control p
     fixture.wait_images(st, "cp1", { "etcd:3.6.8-0", "kube-apiserver:" .. FROM, "kube-controller-manager:" .. FROM,
       "kube-scheduler:" .. FROM })
     -- the old API server serves from the upgraded etcd, with what was written before
-    rc, o = kubectl({ "version", "-o", "json" })
+    local rc, o = kubectl({ "version", "-o", "json" })
     assert.equal(0, rc, o)
     assert.equal(FROM, cjson.decode(o:match("{.*}")).serverVersion.gitVersion)
     rc, o = kubectl({ "-n", "default", "get", "configmap", "before-rollback", "-o", "jsonpath={.data.k}" })
