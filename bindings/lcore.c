@@ -168,5 +168,22 @@ int luaopen_moonadm_core(lua_State *L)
 	lua_setfield(L, -2, "engine_version");
 	lua_pushstring(L, LUA_RELEASE);
 	lua_setfield(L, -2, "lua_version");
+	/* the architecture this binary was built for, as Go names it (kubeadm's `version` platform) */
+#if defined(__x86_64__)
+	lua_pushstring(L, "amd64");
+#elif defined(__aarch64__)
+	lua_pushstring(L, "arm64");
+#elif defined(__arm__)
+	lua_pushstring(L, "arm");
+#elif defined(__powerpc64__) && defined(__LITTLE_ENDIAN__)
+	lua_pushstring(L, "ppc64le");
+#elif defined(__s390x__)
+	lua_pushstring(L, "s390x");
+#elif defined(__riscv) && __riscv_xlen == 64
+	lua_pushstring(L, "riscv64");
+#else
+	lua_pushstring(L, "unknown");
+#endif
+	lua_setfield(L, -2, "goarch");
 	return 1;
 }

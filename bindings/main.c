@@ -233,7 +233,7 @@ static int run(lua_State *L)
 	lua_pushstring(L, "framework.cli"); /* argc argv require name */
 	lua_call(L, 1, 1); /* argc argv cli */
 	lua_getfield(L, -1, "main"); /* argc argv cli main */
-	lua_createtable(L, argc, 0); /* argc argv cli main args */
+	lua_createtable(L, argc, 1); /* argc argv cli main args */
 	for (int i = 0; i < argc; i++) { /* args[0]: the name moonadm was run by (framework/progname.lua) */
 		lua_pushstring(L, argv[i]); /* argc argv cli main args s */
 		lua_seti(L, -2, i); /* argc argv cli main args */

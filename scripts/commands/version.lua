@@ -16,34 +16,29 @@ local M = {}
 M.flags = { { name = "output", short = "o", type = "string", help = "Output format; available options are 'yaml', 'json' and 'short'" } }
 M.help = { [""] = { short = "Print the version of moonadm", flags = M.flags, children = {} } }
 
--- GOARCH of this machine, as kubeadm's `platform` names it.
-local function goarch()
-  local f = io.open("/proc/sys/kernel/arch", "r")
-  local m = f and f:read("l")
-  if f then f:close() end
-  local names = { x86_64 = "amd64", aarch64 = "arm64", armv7l = "arm", ppc64le = "ppc64le", s390x = "s390x" }
-  return names[m or ""] or m or "amd64"
+-- Every release moonadm makes: "v1.35.4", "v1.36.3", ...
+local function served()
+  local l = {}
+  for m = releases.OLDEST, releases.NEWEST do l[#l + 1] = releases.latest_of(m) end
+  return l
 end
 
--- Run as `kubeadm`: kubeadm's own shapes (tools such as Cluster API's parse `-o short` to choose a
--- config API version). The release is the one moonadm makes by default, or MOONADM_KUBEADM_VERSION
--- (one moonadm serves: `moonadm version` lists them) where a tool compares it with the cluster's.
--- Fields that describe a Go build say moonadm instead.
+-- Run as `kubeadm`: kubeadm's own shapes, for the tools and scripts that read them (kubespray;
+-- `--kubernetes-version $(kubeadm version -o short)`). The release is the one moonadm makes by default,
+-- or MOONADM_KUBEADM_VERSION (any v1.<minor>.<patch> of a minor moonadm makes) where a tool compares it
+-- with the release it installs: it changes what `version` says, nothing else. Fields that describe a Go
+-- build say moonadm instead.
 local function kubeadm_version(o)
   local v = os.getenv("MOONADM_KUBEADM_VERSION") or releases.DEFAULT
-  local minor = releases.minor_of(v)
-  if not minor or releases.latest_of(minor) ~= v then
-    error(("MOONADM_KUBEADM_VERSION=%s: not a release this moonadm makes; use one of %s"):format(v,
-      table.concat((function()
-        local l = {}
-        for m = releases.OLDEST, releases.NEWEST do l[#l + 1] = releases.latest_of(m) end
-        return l
-      end)(), ", ")), 0)
+  local minor = tonumber(v:match("^v1%.(%d+)%.%d+$"))
+  if not minor or minor < releases.OLDEST or minor > releases.NEWEST then
+    error(("MOONADM_KUBEADM_VERSION=%s: not a release of a minor this moonadm makes (v1.%d to v1.%d, e.g. %s)")
+      :format(v, releases.OLDEST, releases.NEWEST, table.concat(served(), ", ")), 0)
   end
   local f = { { "major", "1" }, { "minor", tostring(minor) }, { "gitVersion", v },
     { "gitCommit", "moonadm-" .. version.scripts }, { "gitTreeState", "clean" }, { "buildDate", "1970-01-01T00:00:00Z" },
     { "goVersion", "none" }, { "compiler", "cc" },
-    { "platform", "linux/" .. goarch() } }
+    { "platform", "linux/" .. core.goarch } }
   local by = {}
   for _, kv in ipairs(f) do by[kv[1]] = kv[2] end
   if o == "short" then
@@ -86,9 +81,8 @@ function M.main(argv)
     moonadmVersion = version.scripts, engineVersion = core.engine_version, luaVersion = core.lua_version,
     scriptsVersion = version.scripts, scriptsDir = core.scripts_dir() or "(embedded)",
     -- the default release, and every minor's as its kubeadm (one moonadm for all of them)
-    kubernetesVersion = releases.DEFAULT, kubernetesVersions = {},
+    kubernetesVersion = releases.DEFAULT, kubernetesVersions = served(),
   }
-  for m = releases.OLDEST, releases.NEWEST do info.kubernetesVersions[#info.kubernetesVersions + 1] = releases.latest_of(m) end
   local o = flags.output
   if o == "short" then
     print("v" .. version.scripts)

@@ -110,10 +110,12 @@ function M.up(flags, set)
     return 1
   end
   local named = name ~= net.NAME and (" --name " .. name) or ""
+  -- admin.conf, the day-to-day credential; an init --flow of the user's may not have authorized it
+  local hint_conf = flags.flow and "super-admin.conf" or "admin.conf"
   log.result(("[lab] up: %d control plane(s), %d worker(s) in %s (subnet %s.0/24)\n" ..
-    "  kubectl --kubeconfig %s/admin.conf get nodes -o wide\n" ..
+    "  kubectl --kubeconfig %s/%s get nodes -o wide\n" ..
     "  moonadm lab status%s | moonadm lab exec%s cp1 -- CMD | moonadm lab down%s"):format(flags["control-planes"],
-    flags.workers, dir, st.subnet, dir, named, named, named))
+    flags.workers, dir, st.subnet, dir, hint_conf, named, named, named))
   return 0
 end
 

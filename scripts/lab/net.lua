@@ -71,8 +71,8 @@ function M.node_up(node, addr, subnet, lab)
   ip { "-n", ns, "link", "set", "eth0", "up" }
   ip { "-n", ns, "route", "add", "default", "via", subnet .. ".1" }
   -- A host made ready for Kubernetes forwards IPv4 (kubeadm's preflight
-  -- FileContent--proc-sys-net-ipv4-ip_forward); a new namespace starts with 0, and only a node whose
-  -- CNI bridge plugin ran would have turned it on, so a spare would fail kubeadm's own join.
+  -- FileContent--proc-sys-net-ipv4-ip_forward); a new namespace starts with the host's value, often 0,
+  -- and only a node whose CNI bridge plugin ran would have turned it on: a spare failed kubeadm's join.
   ip { "netns", "exec", ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward" }
 end
 

@@ -9,6 +9,7 @@ busted.subscribe({ "file", "start" }, function(file)
 end)
 busted.subscribe({ "file", "end" }, function(file)
   local t0 = started[file.name] or os.time()
+  io.stdout:flush() -- busted's own output, block-buffered into the log, goes first
   io.stderr:write(("e2e-time: %s %d s\n"):format(file.name, os.time() - t0))
   return nil, true
 end)

@@ -29,9 +29,16 @@ describe("moonadm run as kubeadm", function()
     code, out = sh("MOONADM_KUBEADM_VERSION=v1.36.3 " .. q(kubeadm) .. " version -o short")
     assert.equal(0, code, out)
     assert.equal("v1.36.3\n", out)
-    code, out = sh("MOONADM_KUBEADM_VERSION=v1.30.0 " .. q(kubeadm) .. " version -o short 2>&1")
-    assert.equal(1, code, out)
-    assert.matches("MOONADM_KUBEADM_VERSION=v1.30.0: not a release this moonadm makes; use one of v1.35.4", out, 1, true)
+    code, out = sh("MOONADM_KUBEADM_VERSION=v1.35.2 " .. q(kubeadm) .. " version -o json")
+    assert.equal(0, code, out)
+    assert.equal("v1.35.2", cjson.decode(out).clientVersion.gitVersion)
+    assert.equal("35", cjson.decode(out).clientVersion.minor)
+    for _, bad in ipairs { "v1.30.0", "1.35.4", "v1.35", "v2.35.0" } do
+      code, out = sh("MOONADM_KUBEADM_VERSION=" .. bad .. " " .. q(kubeadm) .. " version -o short 2>&1")
+      assert.equal(1, code, out)
+      assert.matches("MOONADM_KUBEADM_VERSION=" .. bad .. ": not a release of a minor this moonadm makes (v1.35 to v1.37",
+        out, 1, true)
+    end
     code, out = sh(q(h.bin) .. " version -o short")
     assert.equal(0, code, out)
     assert.not_equal("v1.35.4\n", out) -- as moonadm: its own version

@@ -163,8 +163,24 @@ describe("make deb", function()
     local c2, mode = sh("stat -c %a " .. h.q(ctl .. "/prerm"))
     assert.equal(0, c2, mode)
     assert.equal("755", mode:match("%d+"))
-    assert.equal(0, (sh("sh -n " .. h.q(ctl .. "/prerm"))))
-    assert.truthy(h.read(ctl .. "/prerm"):find("update-alternatives --remove kubeadm /usr/bin/moonadm", 1, true))
+    -- run with an update-alternatives of the test's first on PATH: it removes the link only when chosen
+    local fake = tmp .. "/fakebin"
+    os.execute("mkdir -p " .. h.q(fake))
+    h.write(fake .. "/update-alternatives", table.concat({ "#!/bin/sh",
+      'echo "$*" >> "$FAKE_LOG"',
+      '[ "$1" = --query ] && [ -n "$FAKE_CHOSEN" ] && printf "Name: kubeadm\nAlternative: /usr/bin/moonadm\nPriority: 50\n"',
+      "exit 0", "" }, "\n"))
+    os.execute("chmod 0755 " .. h.q(fake .. "/update-alternatives"))
+    local function prerm(arg, chosen)
+      local log = tmp .. "/ua-" .. arg .. (chosen and "-chosen" or "") .. ".log"
+      local c, o = sh(("PATH=%s:$PATH FAKE_LOG=%s FAKE_CHOSEN=%s sh %s %s"):format(h.q(fake), h.q(log),
+        chosen and "1" or "", h.q(ctl .. "/prerm"), arg))
+      assert.equal(0, c, o)
+      return h.read(log) or ""
+    end
+    assert.equal("--query kubeadm\n--remove kubeadm /usr/bin/moonadm\n", prerm("remove", true))
+    assert.equal("--query kubeadm\n", prerm("remove", false))
+    assert.equal("", prerm("upgrade", true)) -- an upgrade keeps the user's choice
   end)
 
   it("links only libraries ldd finds, and Depends names the package of each and of the Lua modules", function()
