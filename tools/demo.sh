@@ -30,8 +30,8 @@ labdir=${name:-cluster}; [ "$labdir" != moonadm ] || labdir=cluster  # the defau
 # to; super-admin.conf is its break-glass one.
 kc=$top/.lab/$labdir/admin.conf
 kubectl=$top/.lab/bin/kubectl
-# The static Pods' mirror Pods turn Ready some seconds after the kubelet reports the Node: the tables
-# below show the cluster as it settles, not 0/1 while it is already up.
+# The static Pods' mirror Pods turn Ready some seconds after the kubelet reports the Node: wait, so the
+# tables below show the cluster settled rather than 0/1 just before it is.
 if [ "$kubelet" = real ]; then
   "$kubectl" --kubeconfig "$kc" wait --for=condition=Ready node --all --timeout=180s >/dev/null
   "$kubectl" --kubeconfig "$kc" -n kube-system wait --for=condition=Ready pod -l tier=control-plane --timeout=180s >/dev/null
