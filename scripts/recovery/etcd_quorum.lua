@@ -183,6 +183,8 @@ function M.run(ctx, opts)
   M.wait_single(m, timeout, st.raft_term)
   log.info("%s etcd restarted without %s after %s", M.PREFIX, M.FLAG, capi.go_duration(core.monotonic() - t0))
   control_plane.wait_healthy(ctx, "etcd", capi.timeout(ctx, "controlPlaneComponentHealthCheck"), M.PREFIX)
+  -- the operator's next step is kubectl: the API this node serves is back before we say so
+  control_plane.wait_healthy(ctx, "kube-apiserver", capi.timeout(ctx, "controlPlaneComponentHealthCheck"), M.PREFIX)
   log.info("%s etcd has a quorum again: one member, %s. The other control planes rejoin with `moonadm reset` " ..
     "then `moonadm join --control-plane` (a new certificate key from `moonadm init phase upload-certs " ..
     "--upload-certs`)", M.PREFIX, node)

@@ -131,8 +131,11 @@ describe("etcd recover after two of three members are lost (" .. LAB.name .. (op
     assert.falsy(m:find("--force-new-cluster", 1, true), m)
     assert.truthy(m:find("moonadm.io/etcd-recovered-at", 1, true), m)
     assert.same({ "cp1" }, voting("cp1"))
-    rc, out = fixture.kubectl(st, { "get", "configmap", marker, "-n", "default", "-o", "name" })
-    assert.equal(0, rc, out)
+    -- through the balancer, which takes cp1 back at its next /readyz check (each second)
+    fixture.wait_for("the write " .. marker .. " through the balancer", 30, function()
+      rc, out = fixture.kubectl(st, { "get", "configmap", marker, "-n", "default", "-o", "name" })
+      return rc == 0, out
+    end)
     -- run again: nothing to do
     code, out = run("cp1", { "moonadm", "etcd", "recover", "--yes" })
     assert.equal(0, code, out)
