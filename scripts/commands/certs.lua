@@ -17,6 +17,11 @@ local upload_config = lazy.require "cluster.upload_config" -- --kubeconfig witho
 local cli = require "framework.cli"
 local duration = require "config.duration"
 local restart_mod = lazy.require "renewal.restart" -- renew --if-expiring-within | --restart
+local flowcmd = require "commands.flowcmd"
+local rotate_data = lazy.require "flows.rotate-ca.data"
+local rotate_stages = lazy.require "rotation.stages"
+local cadmin = lazy.require "cluster.admin"
+local cjson = lazy.require "cjson"
 
 local M = {}
 
@@ -54,6 +59,27 @@ it is possible to use K8s certificate API for certificate renewal, or as a last 
 
 After renewal, in order to make changes effective, is required to restart control-plane components and
 eventually re-distribute the renewed certificate in case the file is used elsewhere.]]
+
+-- `certs rotate-ca`: a flow (scripts/flows/rotate-ca.lua) run on each control plane in turn.
+local ROTATE_FLAGS = {
+  { name = "ca", type = "string", help = "moonadm: the CAs a new rotation replaces: front-proxy (or all). Not needed to go on with the rotation under way" },
+  { name = "certificate-key", type = "string", help = "moonadm: the key `certs rotate-ca` printed when it started the rotation: it opens the new CA keys on the other control planes" },
+  { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" },
+}
+local ROTATE <const> = { name = "rotate-ca", flow = "rotate-ca", kind = "upgrade", flags = ROTATE_FLAGS,
+  cmd = "certs rotate-ca", cmd_words = { "certs", "rotate-ca" },
+  desc = "moonadm: Rotate the cluster's certificate authorities with the API up, one control plane at a time",
+  long = "Replaces a CA on every control plane, following Kubernetes' manual CA rotation: every control plane first\n" ..
+    "trusts the old and the new CA, then signs with the new one and reissues its certificates, then trusts the new\n" ..
+    "one alone; each stage waits until every control plane took the one before. Run it on each control plane in\n" ..
+    "turn, again and again (the first run with --ca, the others with the --certificate-key it printed): each run\n" ..
+    "takes this node as far as the others allow and says where to run it next. `certs rotate-ca status` shows\n" ..
+    "every node's stage (docs/rotate-ca.md).",
+  prepare = function(ctx) rotate_data.prepare(ctx) end, prepare_data = { "rotation_node" } }
+local STATUS_FLAGS = {
+  ROTATE_FLAGS[3],
+  { name = "output", short = "o", type = "string", default = "text", help = "Output format. One of: text|json." },
+}
 
 local function sub_flags(name)
   for _, s in ipairs(subs) do if s[1] == name then return s[3] end end
@@ -96,7 +122,13 @@ local function renew_names()
 end
 M.help["renew"].children = renew_names
 
+local rotate_help, rotate_help_for = flowcmd.help_tree(ROTATE)
+for k, v in pairs(rotate_help) do M.help["rotate-ca" .. (k ~= "" and (" " .. k) or "")] = v end
+M.help["rotate-ca status"] = { short = "Show the CA rotation under way: its CAs and every control plane's stage",
+  flags = STATUS_FLAGS, children = {} }
+
 function M.help_for(words)
+  if words[1] == "rotate-ca" then return rotate_help_for(table.move(words, 2, #words, 1, {})) end
   if words[1] ~= "renew" or #words ~= 2 then return nil end
   for _, n in ipairs(renew_names()) do
     if n.name == words[2] then return { short = n.short, long = n.short .. ".\n\n" .. RENEW_LONG, flags = sub_flags("renew"), children = {} } end
@@ -276,12 +308,39 @@ local function generate_csr(spec, argv)
   return 0
 end
 
+-- `certs rotate-ca status`: the rotation under way, from the cluster.
+local function rotate_status(argv)
+  local flags, args = flags_mod.parse(globals.flags(globals.global, STATUS_FLAGS), argv)
+  if not flags then error(args, 0) end
+  globals.setup(flags)
+  if flags.output ~= "text" and flags.output ~= "json" then
+    error(("--output %q: one of text, json"):format(tostring(flags.output)), 0)
+  end
+  local ctx = context.new { command = "certs", cfg = {}, flags = flags, flags_set = { kubeconfig = true }, root = flags.root }
+  local st = rotate_stages.status(cadmin.client(ctx))
+  if flags.output == "json" then
+    io.stdout:write(cjson.encode(st or { rotation = false }), "\n")
+  elseif not st then
+    io.stdout:write("No CA rotation is under way.\n")
+  else
+    io.stdout:write(("Rotating the %s CA(s): started by %s at %s%s\n"):format(table.concat(st.cas, ", "), tostring(st.by),
+      tostring(st.started), st.old_key_kept and "" or " (the old CA key was gone)"))
+    io.stdout:write("NODE\tSTAGE\n")
+    for _, n in ipairs(st.nodes) do io.stdout:write(("%s\t%s\n"):format(n.name, n.stage)) end
+  end
+  return 0
+end
+
 function M.main(argv)
   local name = argv[1]
   local rest = table.move(argv, 2, #argv, 1, {})
   if not name then
     log.result(cli.help_text { "certs" })
     return 0
+  end
+  if name == "rotate-ca" then
+    if rest[1] == "status" then return rotate_status(table.move(rest, 2, #rest, 1, {})) end
+    return flowcmd.main(setmetatable({ argv = rest }, { __index = ROTATE }))
   end
   for _, s in ipairs(subs) do
     if s[1] == name then

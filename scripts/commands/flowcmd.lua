@@ -254,7 +254,7 @@ local function run(opts, inv, flow, ctx, run_opts)
     if run_opts.journal and not run_opts.filter and errors.message(err):match("^error execution phase ") then
       log.line("info", ("To continue once the cause is fixed, run the same command again with --resume " ..
         "(phases done with the same inputs are skipped, this run's files are accepted): moonadm %s ... --resume")
-        :format(opts.name:gsub("%-", " ")))
+        :format(opts.cmd or (opts.name:gsub("%-", " "))))
     end
     return errors.code(err)
   end

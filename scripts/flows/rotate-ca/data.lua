@@ -1,0 +1,31 @@
+-- What `certs rotate-ca` knows before its phases run: the cluster's ClusterConfiguration from
+-- kubeadm-config (certificatesDir, the key algorithm, the CA validity) and this node's name (its
+-- kubelet.conf's client certificate), so pki.tree's builders serve it.
+local log = require "framework.log"
+local cadmin = require "cluster.admin"
+local up = require "cluster.upload_config"
+local nodeview = require "node.view"
+local config = require "config"
+
+local M = {}
+
+M.DATA = {
+  "rotation_node", -- this node's name
+  "client",        -- the admin client (cluster.admin's)
+}
+
+function M.prepare(ctx)
+  if ctx.data.rotation_node then return end
+  local c = cadmin.client(ctx)
+  log.info("[rotate-ca] Reading configuration from the %q ConfigMap in namespace %q...", "kubeadm-config", "kube-system")
+  local cluster, err = up.read_kubeadm(c)
+  if not cluster then error("[rotate-ca] unable to read the cluster's configuration: " .. err, 0) end
+  ctx.cfg.cluster = cluster
+  local name = nodeview.name_from_kubelet_conf(ctx:read(nodeview.KUBELET_CONF), function(p) return ctx:read(p) end)
+    or config.node_name_default()
+  ctx.cfg.init = { nodeRegistration = { name = name } }
+  ctx.data.rotation_node = name
+  if ctx.inputs then ctx.inputs.cluster = cluster end
+end
+
+return M

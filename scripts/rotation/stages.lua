@@ -1,0 +1,370 @@
+-- What `certs rotate-ca` does, stage by stage (docs/rotate-ca.md). Every control plane moves
+-- through trust-both (its CA files are bundles, the old CA first: it still signs), issued (the new CA
+-- signs: its key, the bundle new first, every leaf of the CA reissued) and trust-new (the new CA
+-- alone); a node takes a stage once every control plane has taken the one before, so a client
+-- always meets an API server that trusts whoever signed its certificate. finish, once all are at
+-- trust-new, drops the old CA from what the API servers published and ends the rotation.
+-- Each stage is computed from the rotation's state (scripts/rotation/state.lua), never from the
+-- node's files, so a run killed anywhere converges when run again.
+local pki = require "moonadm.pki"
+local log = require "framework.log"
+local capi = require "cluster.api"
+local cadmin = require "cluster.admin"
+local cnode = require "cluster.node"
+local certs_upload = require "cluster.certs_upload"
+local certlist = require "pki.certlist"
+local tree = require "pki.tree"
+local shape = require "kube.shape"
+local core = require "moonadm.core"
+local cas = require "rotation.cas"
+local state = require "rotation.state"
+
+local M = {}
+
+M.PREFIX = "[rotate-ca]"
+M.PUBLISHED = { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "extension-apiserver-authentication" }
+-- How long finish waits for no API server to publish the old CA again once it is dropped: each one
+-- syncs that ConfigMap on every change to it (and each minute), so a few seconds say every one has.
+M.SETTLE = tonumber(os.getenv("MOONADM_ROTATE_SETTLE") or "") or 5
+M.PUBLISH_TIMEOUT = 120
+
+local MODE_CRT <const>, MODE_KEY <const> = tonumber("644", 8), tonumber("600", 8)
+
+local function path(E, base, ext) return tree.path(E, base, ext) end
+
+-- The certificates of a PEM bundle, each re-encoded (one spelling per certificate: compared as text).
+local function certs_of(pem, what)
+  local list, err = pki.read_certs(pem or "")
+  if not list or #list == 0 then error(("%s: no certificate: %s"):format(what, tostring(err or "empty")), 0) end
+  local out = {}
+  for i, c in ipairs(list) do out[i] = assert(c:pem()) end
+  return out
+end
+
+local function first_cert(pem, what) return certs_of(pem, what)[1] end
+
+-- This node's view of the rotation, read afresh (other nodes move on between phases).
+function M.rotation(ctx)
+  return state.read(cadmin.client(ctx))
+end
+
+local function env(ctx) return tree.env(ctx) end
+
+local function need_rotation(ctx)
+  local r = M.rotation(ctx)
+  if not r then
+    error("no CA rotation is under way: start one with `moonadm certs rotate-ca --ca front-proxy` on a control plane", 0)
+  end
+  local node = ctx.data.rotation_node
+  if not r.stages[node] then
+    error(("this node (%s) is not one of the rotation's control planes (%s): a control plane that joined after it " ..
+      "started takes the CA files with the rotation's state as they are on the others"):format(node,
+      table.concat(r.control_planes, ", ")), 0)
+  end
+  return r
+end
+
+-- ---- start ----
+
+-- The rotation's certificate key: --certificate-key, else the one this run's start made.
+local function key_of(ctx)
+  local k = ctx.flags["certificate-key"]
+  if k and k ~= "" then
+    if not k:match("^%x+$") or #k ~= 64 then error("--certificate-key must be a hex-encoded string of 32 bytes", 0) end
+    return k
+  end
+  return ctx.data.rotation_key
+end
+
+-- The control planes a rotation covers: every Node labelled control-plane, each Ready (a rotation
+-- needs every one of them to take each stage); raises naming those that are not.
+local function control_planes(c)
+  local nodes, err = cnode.kubelets(c)
+  if not nodes then error(M.PREFIX .. " " .. err, 0) end
+  local names, down = {}, {}
+  for _, n in ipairs(nodes) do
+    if n.control_plane then
+      names[#names + 1] = n.node
+      if not n.ready then down[#down + 1] = n.node end
+    end
+  end
+  if #down > 0 then
+    error(("%s refusing to start: control plane(s) %s not Ready: every control plane takes each stage of a " ..
+      "rotation; bring them back (or remove them with `moonadm reset` and `kubectl delete node`) first")
+      :format(M.PREFIX, table.concat(down, ", ")), 0)
+  end
+  return names
+end
+
+-- Starts a rotation of the CAs --ca names, or takes up the one under way. Sets ctx.data.rotation_key.
+function M.start(ctx)
+  local c = cadmin.client(ctx)
+  local node = ctx.data.rotation_node
+  local wanted
+  if ctx.flags.ca and ctx.flags.ca ~= "" then
+    local err
+    wanted, err = cas.parse(ctx.flags.ca)
+    if not wanted then error(err, 0) end
+  end
+  local r = state.read(c)
+  if r then
+    if wanted and table.concat(wanted, ",") ~= table.concat(r.cas, ",") then
+      error(("%s a rotation of the %s CA(s) started by %s at %s is under way: finish it (run `moonadm certs " ..
+        "rotate-ca --certificate-key KEY` on every control plane until `moonadm certs rotate-ca status` says " ..
+        "done) before another starts"):format(M.PREFIX, table.concat(r.cas, ", "), tostring(r.by), tostring(r.started)), 0)
+    end
+    log.info("%s Taking up the rotation of the %s CA(s) %s started at %s", M.PREFIX, table.concat(r.cas, ", "),
+      tostring(r.by), tostring(r.started))
+    ctx.data.rotation_key = key_of(ctx)
+    -- checked here, before any file changes: the key opens every new CA key
+    for _, name in ipairs(r.cas) do state.new_key(r, name, ctx.data.rotation_key) end
+    return r
+  end
+  if not wanted then
+    -- a node run once more after the rotation ended: nothing is left to do
+    log.info("%s No CA rotation is under way: nothing to do (`--ca front-proxy` starts one)", M.PREFIX)
+    ctx.data.rotation_waiting = "none"
+    return nil
+  end
+  local names = control_planes(c)
+  local is_cp = false
+  for _, n in ipairs(names) do is_cp = is_cp or n == node end
+  if not is_cp then
+    error(("%s this node (%s) is not a control plane of the cluster (%s): run it on one"):format(M.PREFIX, node,
+      table.concat(names, ", ")), 0)
+  end
+  local E = env(ctx)
+  local key = key_of(ctx) or pki.certificate_key()
+  local per_ca, old_key_kept = {}, true
+  for _, name in ipairs(wanted) do
+    local ca = cas.by_name[name]
+    local crtp = path(E, ca.base, "crt")
+    local current = certs_of(ctx:read(crtp), crtp)
+    if #current > 1 then
+      error(("%s %s holds %d certificates: an earlier rotation did not end. Put the CA this cluster signs with " ..
+        "alone in it, then start again"):format(M.PREFIX, crtp, #current), 0)
+    end
+    old_key_kept = old_key_kept and ctx:exists(path(E, ca.base, "key"))
+    local k = tree.take_key(E, ca.base)
+    local cert, err = pki.create_ca(k, tree.spec(E, certlist.by_name[ca.base]))
+    if not cert then error(("%s creating the new %s CA: %s"):format(M.PREFIX, name, err), 0) end
+    per_ca[name] = { old_crt = current[1], new_crt = assert(cert:pem()), new_key_pem = assert(k:pem()) }
+    log.info("%s Generated a new %s CA (valid until %s)", M.PREFIX, name, os.date("!%Y-%m-%dT%H:%M:%SZ", cert:info().not_after))
+  end
+  local info = { id = pki.random_hex(8), cas = wanted, started = os.date("!%Y-%m-%dT%H:%M:%SZ"), by = node,
+    control_planes = names, old_key_kept = old_key_kept }
+  if ctx.dry_run then
+    log.info("[dryrun] Would create Secret %s/%s: a rotation of the %s CA(s) over %s", state.NS, state.NAME,
+      table.concat(wanted, ", "), table.concat(names, ", "))
+    ctx.data.rotation_key = key
+    return nil
+  end
+  -- the key first: a run killed after the Secret is made must not leave a rotation nobody can open
+  log.info("%s Starting a rotation of the %s CA(s) over the control planes %s. Its certificate key (pass it as " ..
+    "--certificate-key to `moonadm certs rotate-ca` on every control plane; it opens the new CA keys):", M.PREFIX,
+    table.concat(wanted, ", "), table.concat(names, ", "))
+  log.result(key)
+  if not state.create(c, state.object(info, per_ca, key)) then
+    log.info("%s Another node started a rotation at the same moment: taking up that one", M.PREFIX)
+    return M.start(ctx)
+  end
+  ctx.data.rotation_key = key
+  return state.read(c)
+end
+
+-- ---- the per-node stages ----
+
+-- Whether every control plane of the rotation has reached stage (the run condition of the phase
+-- that needs it); says which have not, and what to run there.
+function M.ready_for(ctx, stage, next_step)
+  if ctx.data.rotation_waiting then return false end -- said once, by the first stage that waits
+  local r = M.rotation(ctx)
+  if not r then return false end
+  local behind = state.behind(r, stage)
+  if #behind == 0 then return true end
+  ctx.data.rotation_waiting = stage
+  log.info("%s Not yet %s here: %s %s not at %q yet. Run `moonadm certs rotate-ca --certificate-key KEY` there, " ..
+    "then here again (`moonadm certs rotate-ca status` shows every node)", M.PREFIX, next_step,
+    table.concat(behind, ", "), #behind == 1 and "is" or "are", stage)
+  return false
+end
+
+local function at_least(r, node, stage) return state.RANK[r.stages[node]] >= state.RANK[stage] end
+
+local function record(ctx, stage)
+  if ctx.dry_run then
+    log.info("[dryrun] Would record stage %s for %s", stage, ctx.data.rotation_node)
+    return
+  end
+  state.set_stage(cadmin.client(ctx), ctx.data.rotation_node, stage)
+  log.info("%s %s is at stage %s", M.PREFIX, ctx.data.rotation_node, stage)
+end
+
+local function write_bundle(ctx, E, ca, list)
+  ctx:write(path(E, ca.base, "crt"), table.concat(list), MODE_CRT)
+end
+
+-- trust-both: the CA file a bundle, old first (the old key still signs: kubeadm reads a CA file's first
+-- certificate as the one its key matches).
+function M.trust_both(ctx)
+  local r = need_rotation(ctx)
+  local node = ctx.data.rotation_node
+  if at_least(r, node, "trust-both") then
+    log.info("%s %s trusts both CAs already (stage %s)", M.PREFIX, node, r.stages[node])
+    return
+  end
+  local E = env(ctx)
+  for _, name in ipairs(r.cas) do
+    local ca = cas.by_name[name]
+    write_bundle(ctx, E, ca, { r.ca[name].old_crt, r.ca[name].new_crt })
+    log.info("%s %s: trusting the old and the new %s CA (%s)", M.PREFIX, node, name, path(E, ca.base, "crt"))
+  end
+  record(ctx, "trust-both")
+end
+
+-- issued: the new CA signs here: its key, the bundle new first, every leaf of the CA reissued.
+function M.issue(ctx)
+  local r = need_rotation(ctx)
+  local node = ctx.data.rotation_node
+  if at_least(r, node, "issued") then
+    log.info("%s %s signs with the new CAs already (stage %s)", M.PREFIX, node, r.stages[node])
+    return
+  end
+  local E = env(ctx)
+  for _, name in ipairs(r.cas) do
+    local ca = cas.by_name[name]
+    local key = state.new_key(r, name, key_of(ctx))
+    local cert = assert(pki.read_cert(r.ca[name].new_crt))
+    ctx:write(path(E, ca.base, "key"), assert(key:pem()), MODE_KEY)
+    write_bundle(ctx, E, ca, { r.ca[name].new_crt, r.ca[name].old_crt })
+    for _, leaf in ipairs(ca.leaves) do
+      local row = certlist.by_name[leaf]
+      local k = tree.take_key(E, leaf)
+      local signed, err = pki.sign_cert(k, tree.spec(E, row), cert, key)
+      if not signed then error(("%s signing %s with the new %s CA: %s"):format(M.PREFIX, leaf, name, err), 0) end
+      tree.write_pair(E, row.base, k, signed)
+      log.info("%s %s: %s signed by the new %s CA", M.PREFIX, node, leaf, name)
+    end
+  end
+  record(ctx, "issued")
+end
+
+-- trust-new: the new CA alone.
+function M.trust_new(ctx)
+  local r = need_rotation(ctx)
+  local node = ctx.data.rotation_node
+  if at_least(r, node, "trust-new") then
+    log.info("%s %s trusts only the new CAs already", M.PREFIX, node)
+    return
+  end
+  local E = env(ctx)
+  for _, name in ipairs(r.cas) do
+    local ca = cas.by_name[name]
+    write_bundle(ctx, E, ca, { r.ca[name].new_crt })
+    log.info("%s %s: trusting only the new %s CA", M.PREFIX, node, name)
+  end
+  record(ctx, "trust-new")
+end
+
+-- ---- finish ----
+
+-- Drops the old CAs from extension-apiserver-authentication. Each API server's trust controller
+-- merges what it trusts into that ConfigMap and never removes a CA before it expires, so aggregated
+-- API servers would go on trusting the old one for years; once every API server trusts only the new
+-- CA, one that syncs after the edit no longer puts it back. Returns when the edit holds M.SETTLE s.
+local function drop_published(ctx, c, r)
+  local deadline = core.monotonic() + M.PUBLISH_TIMEOUT
+  local edited_at -- when this run last dropped them
+  while true do
+    local cm, err = capi.lookup(c, M.PUBLISHED)
+    if err then error(("%s reading ConfigMap kube-system/%s: %s"):format(M.PREFIX, M.PUBLISHED.name, tostring(err)), 0) end
+    if not cm then return end
+    local data, why = shape.strings(cm, "data")
+    if not data then error(("%s ConfigMap kube-system/%s: %s"):format(M.PREFIX, M.PUBLISHED.name, why), 0) end
+    local changed = false
+    for _, name in ipairs(r.cas) do
+      local key = cas.by_name[name].published
+      local old = first_cert(r.ca[name].old_crt, "the rotation's old " .. name .. " CA")
+      if key and data[key] and data[key] ~= "" then
+        local keep = {}
+        for _, pem in ipairs(certs_of(data[key], M.PUBLISHED.name .. " " .. key)) do
+          if pem ~= old then keep[#keep + 1] = pem end
+        end
+        local text = table.concat(keep)
+        if text ~= "" and text ~= data[key] and #keep < #certs_of(data[key], key) then
+          data[key], changed = text, true
+        end
+      end
+    end
+    if not changed then
+      -- in place since the last edit (or never there): it held for SETTLE seconds
+      if not edited_at or core.monotonic() - edited_at >= M.SETTLE then return end
+    elseif ctx.dry_run then
+      log.info("[dryrun] Would drop the old CA(s) from ConfigMap kube-system/%s", M.PUBLISHED.name)
+      return
+    else
+      if core.monotonic() > deadline then
+        error(("%s an API server keeps publishing the old CA in ConfigMap kube-system/%s after %ds: it still " ..
+          "trusts it. Check that every control plane is at stage trust-new and its kube-apiserver read the CA " ..
+          "files again, then run `moonadm certs rotate-ca --certificate-key KEY` again"):format(M.PREFIX,
+          M.PUBLISHED.name, M.PUBLISH_TIMEOUT), 0)
+      end
+      cm.data = data
+      local got, uerr = c:update(cm)
+      if not got and uerr.code ~= 409 then
+        error(("%s updating ConfigMap kube-system/%s: %s"):format(M.PREFIX, M.PUBLISHED.name, tostring(uerr)), 0)
+      end
+      if got then
+        log.info("%s Dropped the old CA(s) from ConfigMap kube-system/%s (aggregated API servers read it)", M.PREFIX,
+          M.PUBLISHED.name)
+        edited_at = core.monotonic()
+      end
+    end
+    core.sleep(1)
+  end
+end
+
+function M.finish(ctx)
+  local r = M.rotation(ctx)
+  if not r then
+    log.info("%s No rotation is under way: nothing to finish", M.PREFIX)
+    return
+  end
+  local c = cadmin.client(ctx)
+  drop_published(ctx, c, r)
+  -- kubeadm-certs holds the CAs a joining control plane takes: the old ones now
+  local live, err = capi.lookup(c, { apiVersion = "v1", kind = "Secret", namespace = certs_upload.NS, name = certs_upload.SECRET })
+  if err then error(("%s reading Secret %s/%s: %s"):format(M.PREFIX, certs_upload.NS, certs_upload.SECRET, tostring(err)), 0) end
+  if live then
+    if ctx.dry_run then
+      log.info("[dryrun] Would delete Secret %s/%s (it holds the old CAs)", certs_upload.NS, certs_upload.SECRET)
+    else
+      local ok, derr = c:delete({ apiVersion = "v1", kind = "Secret", namespace = certs_upload.NS, name = certs_upload.SECRET },
+        { ignore_not_found = true })
+      if not ok then error(("%s deleting Secret %s/%s: %s"):format(M.PREFIX, certs_upload.NS, certs_upload.SECRET, tostring(derr)), 0) end
+      log.info("%s Deleted Secret %s/%s: it held the old CAs. Upload the new ones for a control-plane join with " ..
+        "`moonadm init phase upload-certs --upload-certs`", M.PREFIX, certs_upload.NS, certs_upload.SECRET)
+    end
+  end
+  if ctx.dry_run then
+    log.info("[dryrun] Would delete Secret %s/%s: the rotation ends", state.NS, state.NAME)
+    return
+  end
+  state.delete(c)
+  log.info("%s The %s CA(s) are rotated on %s: every control plane trusts and signs with the new CA alone",
+    M.PREFIX, table.concat(r.cas, ", "), table.concat(r.control_planes, ", "))
+end
+
+-- ---- status ----
+
+-- The rotation as rows for `status`: {cas, by, started, nodes = {{name, stage}}} | nil.
+function M.status(c)
+  local r = state.read(c)
+  if not r then return nil end
+  local rows = {}
+  for _, n in ipairs(r.control_planes) do rows[#rows + 1] = { name = n, stage = r.stages[n] } end
+  table.sort(rows, function(a, b) return a.name < b.name end)
+  return { cas = r.cas, by = r.by, started = r.started, old_key_kept = r.old_key_kept, nodes = rows }
+end
+
+return M
