@@ -79,7 +79,7 @@ describe("the middle layer's shape", function()
   it("declares every ctx.data key where it is made: a flow's preparation, a phase's data, or a per-run memo", function()
     local declared = {}
     for k in pairs(require("framework.context").CACHES) do declared[k] = "cache" end
-    for _, mod in ipairs { "flows.join.data", "flows.reset.data", "flows.upgrade.data" } do
+    for _, mod in ipairs { "flows.join.data", "flows.reset.data", "flows.upgrade.data", "flows.rotate_ca.data" } do
       for _, k in ipairs(require(mod).DATA) do declared[k] = mod end
     end
     for _, m in ipairs(mods) do
@@ -126,7 +126,7 @@ describe("the middle layer's shape", function()
     "config", "kube",                                 -- configuration; Kubernetes text and the API client
     "node", "pki", "manifests", "cri", "kubelet",     -- this node: identity, certificates, static Pods, runtime
     "runtime", "cluster", "etcd", "endpoint",         -- the cluster: API objects, etcd members, the VIP
-    "preflight", "reset", "upgrade", "renewal", "recovery", "lab", -- what a command does with all of them
+    "preflight", "reset", "upgrade", "renewal", "recovery", "rotation", "lab", -- what a command does with all of them
     "flows", "phases", "site", "commands",            -- flows (and their run data), phases, site scripts, commands
   }
 

@@ -10,8 +10,7 @@ local config = require "config"
 local M = {}
 
 M.DATA = {
-  "rotation_node", -- this node's name
-  "client",        -- the admin client (cluster.admin's)
+  "rotation_node", -- this node's name (commands/certs.lua names the same keys: the module loads lazily)
 }
 
 function M.prepare(ctx)

@@ -1,0 +1,48 @@
+-- The CA rotation's pieces that need no cluster (scripts/rotation/): which CAs --ca names, and the
+-- rotation's Secret written and read back (the new CA key sealed, the stages, who is behind).
+local cas = require "rotation.cas"
+local state = require "rotation.state"
+local pki = require "moonadm.pki"
+local encoding = require "moonadm.encoding"
+
+describe("rotation", function()
+  it("reads --ca: front-proxy, all; refuses the CAs not built yet and unknown names, saying which", function()
+    assert.same({ "front-proxy" }, (cas.parse("front-proxy")))
+    assert.same({ "front-proxy" }, (cas.parse("all,front-proxy")))
+    local none, err = cas.parse("etcd")
+    assert.is_nil(none)
+    assert.truthy(err:find("front-proxy CA only so far", 1, true), err)
+    none, err = cas.parse("front-proxy,bogus")
+    assert.is_nil(none)
+    assert.truthy(err:find('unknown CA "bogus"', 1, true), err)
+    assert.is_nil((cas.parse("")))
+  end)
+
+  it("writes the rotation's Secret and reads it back: the key opens only with the certificate key", function()
+    local k = assert(pki.generate_key("ECDSA-P256"))
+    local now = os.time()
+    local ca = assert(pki.create_ca(k, { cn = "front-proxy-ca", is_ca = true, not_before = now, not_after = now + 3600 }))
+    local key = pki.certificate_key()
+    local obj = state.object({ id = "x", cas = { "front-proxy" }, started = "2026-12-08T00:00:00Z", by = "cp1",
+      control_planes = { "cp1", "cp2" }, old_key_kept = true },
+      { ["front-proxy"] = { old_crt = "OLD", new_crt = assert(ca:pem()), new_key_pem = assert(k:pem()) } }, key)
+    obj.data["node.cp2"] = encoding.base64_encode("issued")
+    assert.is_nil(tostring(obj.data["front-proxy.new.key"]):find("PRIVATE", 1, true))
+    local fake = { get = function() return obj end }
+    local r = state.read(fake)
+    assert.same({ cp1 = "none", cp2 = "issued" }, r.stages)
+    assert.same({ "cp1" }, state.behind(r, "trust-both"))
+    assert.same({}, state.behind(r, "none"))
+    assert.truthy(state.new_key(r, "front-proxy", key):matches(ca))
+    local ok, err = pcall(state.new_key, r, "front-proxy", pki.certificate_key())
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("does not open", 1, true), err)
+    ok, err = pcall(state.new_key, r, "front-proxy", nil)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("pass --certificate-key", 1, true), err)
+    obj.data["node.cp1"] = encoding.base64_encode("sideways")
+    ok, err = pcall(state.read, fake)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('unknown stage "sideways"', 1, true), err)
+  end)
+end)
