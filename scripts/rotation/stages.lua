@@ -16,6 +16,7 @@ local certlist = require "pki.certlist"
 local tree = require "pki.tree"
 local shape = require "kube.shape"
 local core = require "moonadm.core"
+local restart = require "renewal.restart"
 local cas = require "rotation.cas"
 local state = require "rotation.state"
 
@@ -42,6 +43,25 @@ local function certs_of(pem, what)
 end
 
 local function first_cert(pem, what) return certs_of(pem, what)[1] end
+
+-- Writes a stage's files (write()), then restarts the static Pods that read them only at start, one
+-- at a time (etcd only while the other members keep a quorum). They are written down first
+-- (renewal.restart's pending list), so a run killed in between restarts them the next time.
+local function with_restarts(ctx, r, write)
+  local comps = cas.restarts(r.cas)
+  if #comps > 0 and not ctx.dry_run then restart.mark(comps) end
+  write()
+  if #comps == 0 then return end
+  if ctx.dry_run then
+    log.info("[dryrun] Would restart %s, one at a time", table.concat(comps, ", "))
+    return
+  end
+  local _, skipped = restart.run(ctx, restart.pending())
+  if #skipped > 0 then
+    error(("%s %s not restarted: %s. The stage is not done until it is: run this again once the cluster is whole")
+      :format(M.PREFIX, skipped[1].component, skipped[1].why), 0)
+  end
+end
 
 -- This node's view of the rotation, read afresh (other nodes move on between phases).
 function M.rotation(ctx)
@@ -134,6 +154,11 @@ function M.start(ctx)
       table.concat(names, ", ")), 0)
   end
   local E = env(ctx)
+  for _, name in ipairs(wanted) do
+    if cas.by_name[name].local_etcd and certlist.external_etcd(ctx.cfg.cluster) then
+      error(("%s --ca %s: this cluster's etcd is external: its CA is rotated where that etcd is run"):format(M.PREFIX, name), 0)
+    end
+  end
   local key = key_of(ctx) or pki.certificate_key()
   local per_ca, old_key_kept = {}, true
   for _, name in ipairs(wanted) do
@@ -146,7 +171,7 @@ function M.start(ctx)
     end
     old_key_kept = old_key_kept and ctx:exists(path(E, ca.base, "key"))
     local k = tree.take_key(E, ca.base)
-    local cert, err = pki.create_ca(k, tree.spec(E, certlist.by_name[ca.base]))
+    local cert, err = pki.create_ca(k, tree.spec(E, certlist.by_name[ca.row]))
     if not cert then error(("%s creating the new %s CA: %s"):format(M.PREFIX, name, err), 0) end
     per_ca[name] = { old_crt = current[1], new_crt = assert(cert:pem()), new_key_pem = assert(k:pem()) }
     log.info("%s Generated a new %s CA (valid until %s)", M.PREFIX, name, os.date("!%Y-%m-%dT%H:%M:%SZ", cert:info().not_after))
@@ -214,11 +239,13 @@ function M.trust_both(ctx)
     return
   end
   local E = env(ctx)
-  for _, name in ipairs(r.cas) do
-    local ca = cas.by_name[name]
-    write_bundle(ctx, E, ca, { r.ca[name].old_crt, r.ca[name].new_crt })
-    log.info("%s %s: trusting the old and the new %s CA (%s)", M.PREFIX, node, name, path(E, ca.base, "crt"))
-  end
+  with_restarts(ctx, r, function()
+    for _, name in ipairs(r.cas) do
+      local ca = cas.by_name[name]
+      write_bundle(ctx, E, ca, { r.ca[name].old_crt, r.ca[name].new_crt })
+      log.info("%s %s: trusting the old and the new %s CA (%s)", M.PREFIX, node, name, path(E, ca.base, "crt"))
+    end
+  end)
   record(ctx, "trust-both")
 end
 
@@ -231,21 +258,24 @@ function M.issue(ctx)
     return
   end
   local E = env(ctx)
-  for _, name in ipairs(r.cas) do
-    local ca = cas.by_name[name]
-    local key = state.new_key(r, name, key_of(ctx))
-    local cert = assert(pki.read_cert(r.ca[name].new_crt))
-    ctx:write(path(E, ca.base, "key"), assert(key:pem()), MODE_KEY)
-    write_bundle(ctx, E, ca, { r.ca[name].new_crt, r.ca[name].old_crt })
-    for _, leaf in ipairs(ca.leaves) do
-      local row = certlist.by_name[leaf]
-      local k = tree.take_key(E, leaf)
-      local signed, err = pki.sign_cert(k, tree.spec(E, row), cert, key)
-      if not signed then error(("%s signing %s with the new %s CA: %s"):format(M.PREFIX, leaf, name, err), 0) end
-      tree.write_pair(E, row.base, k, signed)
-      log.info("%s %s: %s signed by the new %s CA", M.PREFIX, node, leaf, name)
+  local keys = {}
+  for _, name in ipairs(r.cas) do keys[name] = state.new_key(r, name, key_of(ctx)) end -- all open, or nothing changes
+  with_restarts(ctx, r, function()
+    for _, name in ipairs(r.cas) do
+      local ca, key = cas.by_name[name], keys[name]
+      local cert = assert(pki.read_cert(r.ca[name].new_crt))
+      ctx:write(path(E, ca.base, "key"), assert(key:pem()), MODE_KEY)
+      write_bundle(ctx, E, ca, { r.ca[name].new_crt, r.ca[name].old_crt })
+      for _, leaf in ipairs(ca.leaves) do
+        local row = certlist.by_name[leaf]
+        local k = tree.take_key(E, leaf)
+        local signed, err = pki.sign_cert(k, tree.spec(E, row), cert, key)
+        if not signed then error(("%s signing %s with the new %s CA: %s"):format(M.PREFIX, leaf, name, err), 0) end
+        tree.write_pair(E, row.base, k, signed)
+        log.info("%s %s: %s signed by the new %s CA", M.PREFIX, node, leaf, name)
+      end
     end
-  end
+  end)
   record(ctx, "issued")
 end
 
@@ -258,11 +288,13 @@ function M.trust_new(ctx)
     return
   end
   local E = env(ctx)
-  for _, name in ipairs(r.cas) do
-    local ca = cas.by_name[name]
-    write_bundle(ctx, E, ca, { r.ca[name].new_crt })
-    log.info("%s %s: trusting only the new %s CA", M.PREFIX, node, name)
-  end
+  with_restarts(ctx, r, function()
+    for _, name in ipairs(r.cas) do
+      local ca = cas.by_name[name]
+      write_bundle(ctx, E, ca, { r.ca[name].new_crt })
+      log.info("%s %s: trusting only the new %s CA", M.PREFIX, node, name)
+    end
+  end)
   record(ctx, "trust-new")
 end
 

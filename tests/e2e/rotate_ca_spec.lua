@@ -1,10 +1,12 @@
 -- `moonadm certs rotate-ca` (issue 42) on a 3-control-plane lab behind its balancer, a poller reading
--- /readyz through the endpoint all along: the front-proxy CA is replaced, each control plane run in
+-- /readyz through the endpoint all along: the front-proxy and etcd CAs are replaced (etcd and the
+-- apiservers restarted one at a time after each stage), each control plane run in
 -- turn until the rotation ends, one run killed at each of its first writes (the hooked build) and run
 -- again with --resume. Afterwards a front-proxy client certificate of
 -- the new CA authenticates through every API server and one of the old CA is refused, the old CA is
--- gone from extension-apiserver-authentication (where aggregated API servers read it), and the
--- reference kubeadm reads the PKI.
+-- gone from extension-apiserver-authentication (where aggregated API servers read it), etcd serves
+-- with three voting members and refuses a client of the old etcd CA, and the reference kubeadm reads
+-- the PKI.
 local h = require "helpers"
 local fixture = require "lab_fixture"
 local common = require "crash_common"
@@ -80,11 +82,13 @@ describe("certs rotate-ca on a 3-control-plane lab", function()
     proxy_cert("old", file("cp1", "front-proxy-ca.crt"), file("cp1", "front-proxy-ca.key"))
     assert.equal("200", as_proxy("old", "cp1"))
     stop_poller = fixture.readyz_poller(st)
-    code, out = rotate("cp1", { "--ca", "etcd" })
+    code, out = rotate("cp1", { "--ca", "ca" })
     assert.are_not.equal(0, code, out)
-    assert.truthy(out:find("front-proxy CA only so far", 1, true), out)
+    assert.truthy(out:find("front-proxy and etcd CAs so far", 1, true), out)
     local before = file("cp1", "front-proxy-ca.crt")
-    code, out = rotate("cp1", { "--ca", "front-proxy" })
+    h.write(tmp .. "/old-etcd-ca.crt", file("cp1", "etcd/ca.crt"))
+    h.write(tmp .. "/old-etcd-ca.key", file("cp1", "etcd/ca.key"))
+    code, out = rotate("cp1", { "--ca", "front-proxy,etcd" })
     assert.equal(0, code, out)
     key = out:match("\n(%x+)\n")
     assert.equal(64, key and #key or 0, out)
@@ -92,6 +96,7 @@ describe("certs rotate-ca on a 3-control-plane lab", function()
     local bundle = certs(file("cp1", "front-proxy-ca.crt"))
     assert.equal(2, #bundle)
     assert.equal(certs(before)[1]:pem(), bundle[1]:pem()) -- the old CA first: it still signs
+    assert.equal(2, #certs(file("cp1", "etcd/ca.crt")))
     assert.same({ cp1 = "trust-both", cp2 = "none", cp3 = "none" }, (stages()))
   end)
 
@@ -135,7 +140,7 @@ describe("certs rotate-ca on a 3-control-plane lab", function()
   it("leaves only the new CA trusted, everywhere, with the API up throughout", function()
     local ok, failed = stop_poller()
     stop_poller = nil
-    io.stderr:write(("figure: rotate-ca front-proxy: /readyz through the balancer meanwhile: %d answered, %d failed\n"):format(ok, failed))
+    io.stderr:write(("figure: rotate-ca front-proxy,etcd: /readyz through the balancer meanwhile: %d answered, %d failed\n"):format(ok, failed))
     assert.is_true(ok > 0)
     assert.equal(0, failed)
     local new = file("cp1", "front-proxy-ca.crt")
@@ -162,6 +167,35 @@ describe("certs rotate-ca on a 3-control-plane lab", function()
     assert.equal(certs(new)[1]:pem(), published[1]:pem())
     local code, out = fixture.kubectl(st, { "-n", "kube-system", "get", "secret", "kubeadm-certs" })
     assert.are_not.equal(0, code, "kubeadm-certs holds the old CAs: " .. out)
+    -- etcd: the new CA alone on every node, its leaves reissued, three voting members; a client of
+    -- the old etcd CA refused, one of the new served
+    local etcd_ca = file("cp1", "etcd/ca.crt")
+    assert.equal(1, #certs(etcd_ca))
+    for _, n in ipairs(CPS) do
+      assert.equal(etcd_ca, file(n, "etcd/ca.crt"), n)
+      local ca = certs(etcd_ca)[1]
+      for _, leaf in ipairs { "etcd/server", "etcd/peer", "etcd/healthcheck-client", "apiserver-etcd-client" } do
+        assert.truthy(certs(file(n, leaf .. ".crt"))[1]:verify(ca), n .. ": " .. leaf)
+      end
+    end
+    assert.same(CPS, fixture.etcd_voting(st, "cp1"))
+    local function etcd_health(prefix)
+      local _, got = h.sh(("curl -s -o /dev/null -w '%%{http_code}' --max-time 10 --cacert %s --cert %s --key %s https://%s.11:2379/health")
+        :format(h.q(tmp .. "/etcd-ca-now.crt"), h.q(tmp .. "/" .. prefix .. ".crt"), h.q(tmp .. "/" .. prefix .. ".key"), LAB.subnet))
+      return got
+    end
+    h.write(tmp .. "/etcd-ca-now.crt", etcd_ca)
+    local function etcd_client(name, ca_pem, ca_key_pem)
+      local k = assert(pki.generate_key("ECDSA-P256"))
+      local c = assert(pki.sign_cert(k, { cn = "rotate-e2e", ext_usages = { "client_auth" }, not_before = os.time() - 60,
+        not_after = os.time() + 3600 }, certs(ca_pem)[1], assert(pki.read_key(ca_key_pem))))
+      h.write(tmp .. "/" .. name .. ".key", assert(k:pem()))
+      h.write(tmp .. "/" .. name .. ".crt", assert(c:pem()))
+    end
+    etcd_client("etcd-old", h.read(tmp .. "/old-etcd-ca.crt"), h.read(tmp .. "/old-etcd-ca.key"))
+    etcd_client("etcd-new", etcd_ca, file("cp1", "etcd/ca.key"))
+    assert.equal("200", etcd_health("etcd-new"))
+    assert.equal("000", etcd_health("etcd-old")) -- the handshake fails
     -- the reference kubeadm reads the rotated PKI
     code, out = fixture.exec(st, "cp1", { fixture.bin_dir .. "/kubeadm", "certs", "check-expiration" })
     assert.equal(0, code, out)

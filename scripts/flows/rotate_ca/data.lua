@@ -1,11 +1,10 @@
 -- What `certs rotate-ca` knows before its phases run: the cluster's ClusterConfiguration from
--- kubeadm-config (certificatesDir, the key algorithm, the CA validity) and this node's name (its
--- kubelet.conf's client certificate), so pki.tree's builders serve it.
+-- kubeadm-config (certificatesDir, the key algorithm, the CA validity, etcd's SANs) and this node's
+-- name and address as its files say, so pki.tree's builders serve it.
 local log = require "framework.log"
 local cadmin = require "cluster.admin"
 local up = require "cluster.upload_config"
-local nodeview = require "node.view"
-local config = require "config"
+local restart = require "renewal.restart"
 
 local M = {}
 
@@ -20,10 +19,8 @@ function M.prepare(ctx)
   local cluster, err = up.read_kubeadm(c)
   if not cluster then error("[rotate-ca] unable to read the cluster's configuration: " .. err, 0) end
   ctx.cfg.cluster = cluster
-  local name = nodeview.name_from_kubelet_conf(ctx:read(nodeview.KUBELET_CONF), function(p) return ctx:read(p) end)
-    or config.node_name_default()
-  ctx.cfg.init = { nodeRegistration = { name = name } }
-  ctx.data.rotation_node = name
+  -- name (kubelet.conf's certificate) and advertise address (the kube-apiserver manifest), as renewal reads them
+  ctx.data.rotation_node = restart.this_node(ctx)
   if ctx.inputs then ctx.inputs.cluster = cluster end
 end
 
