@@ -65,6 +65,7 @@ local ROTATE_FLAGS = {
   { name = "ca", type = "string", help = "moonadm: the CAs a new rotation replaces: front-proxy (or all). Not needed to go on with the rotation under way" },
   { name = "certificate-key", type = "string", help = "moonadm: the key `certs rotate-ca` printed when it started the rotation: it opens the new CA keys on the other control planes" },
   { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" },
+  { name = "force", type = "bool", help = "moonadm: restart etcd even when the other members would lack a quorum meanwhile (a cluster of two: the API pauses while it restarts)" },
 }
 local ROTATE <const> = { name = "rotate-ca", flow = "rotate-ca", kind = "upgrade", flags = ROTATE_FLAGS,
   cmd = "certs rotate-ca", cmd_words = { "certs", "rotate-ca" },

@@ -30,6 +30,7 @@ M.PENDING = "/etc/kubernetes/tmp/moonadm-restart-pending"
 M.ASIDE = "/etc/kubernetes/tmp/moonadm-restart-aside" -- the manifests out while etcd restarts
 M.STOP_TIMEOUT, M.STOP_QUIET = 120, 1
 M.PREFIX = "[certs/restart]"
+M.WHAT = "renewed certificates" -- what a restart loads, as its log line says (run's opts.what)
 
 -- Which component reads which renewed certificate (kubeadm's certificate names and kubeconfigs).
 M.READER = {
@@ -140,11 +141,11 @@ local function stamped(path)
 end
 
 -- Restarts one component and waits for it: the new mirror Pod, then health.
-function M.restart_one(ctx, component, node)
+function M.restart_one(ctx, component, node, what)
   local path = manifests.path(component)
   local text = stamped(path)
   local before = control_plane.wait_mirror(ctx, component, node, capi.timeout(ctx, "upgradeManifests"), M.PREFIX)
-  log.info("%s Restarting %s to load its renewed certificates", M.PREFIX, component)
+  log.info("%s Restarting %s to load its %s", M.PREFIX, component, what or M.WHAT)
   local ok, err = fs.write(path, text, "0600")
   if not ok then error(("writing %s: %s"):format(path, err), 0) end
   control_plane.wait_hash(ctx, component, node, text, before, capi.timeout(ctx, "upgradeManifests"), M.PREFIX)
@@ -190,7 +191,7 @@ end
 -- Both manifests leave and come back: their ports closing and their health tell the restarts, as the
 -- mirror Pods cannot while this node's kubelet may report through this node's apiserver; the mirror
 -- Pods are awaited once the apiserver is back.
-local function etcd_with_apiserver_aside(ctx, node)
+local function etcd_with_apiserver_aside(ctx, node, what)
   local timeout = capi.timeout(ctx, "upgradeManifests")
   local health = capi.timeout(ctx, "controlPlaneComponentHealthCheck")
   local api_text, etcd_text = stamped(manifests.path("kube-apiserver")), stamped(manifests.path("etcd"))
@@ -201,11 +202,11 @@ local function etcd_with_apiserver_aside(ctx, node)
   log.info("%s Taking kube-apiserver out while etcd restarts: the other control planes' apiservers serve meanwhile",
     M.PREFIX)
   take_out(ctx, "kube-apiserver", api_text, { port })
-  log.info("%s Restarting etcd to load its renewed certificates", M.PREFIX)
+  log.info("%s Restarting etcd to load its %s", M.PREFIX, what)
   take_out(ctx, "etcd", etcd_text, { 2379, 2380 })
   put_in("etcd", etcd_text)
   control_plane.wait_healthy(ctx, "etcd", health, M.PREFIX)
-  log.info("%s Restarting kube-apiserver to load its renewed certificates", M.PREFIX)
+  log.info("%s Restarting kube-apiserver to load its %s", M.PREFIX, what)
   put_in("kube-apiserver", api_text)
   control_plane.wait_healthy(ctx, "kube-apiserver", health, M.PREFIX)
   control_plane.wait_hash(ctx, "kube-apiserver", node, api_text, api_before, timeout, M.PREFIX)
@@ -228,7 +229,7 @@ function M.this_node(ctx)
 end
 
 -- Restarts the components one at a time. opts.force: restart etcd even when the others would lack a
--- quorum meanwhile. Returns the list restarted and the list skipped ({component, why}).
+-- quorum meanwhile; opts.what: what the restart loads, for the log ("renewed certificates"). Returns the list restarted and the list skipped ({component, why}).
 function M.run(ctx, components, opts)
   opts = opts or {}
   put_back_aside() -- first: this_node reads the apiserver's manifest
@@ -247,7 +248,7 @@ function M.run(ctx, components, opts)
     elseif ok then
       if c == "etcd" and apiserver_next and size and size > 1 and fs.exists(manifests.path("kube-apiserver"))
         and fs.exists(manifests.path("etcd")) then
-        local hok, herr = pcall(etcd_with_apiserver_aside, ctx, node)
+        local hok, herr = pcall(etcd_with_apiserver_aside, ctx, node, opts.what or M.WHAT)
         if not hok then -- what was set aside comes back before the error is told
           local pok, perr = pcall(put_back_aside)
           error(tostring(herr) .. (pok and "" or ("; putting the manifests back: " .. tostring(perr))), 0)
@@ -255,7 +256,7 @@ function M.run(ctx, components, opts)
         strike("kube-apiserver")
         with_etcd["kube-apiserver"] = true
       elseif fs.exists(manifests.path(c)) then
-        M.restart_one(ctx, c, node)
+        M.restart_one(ctx, c, node, opts.what)
       end
       strike(c)
       done[#done + 1] = c

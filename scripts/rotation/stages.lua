@@ -56,9 +56,10 @@ local function with_restarts(ctx, r, write)
     log.info("[dryrun] Would restart %s, one at a time", table.concat(comps, ", "))
     return
   end
-  local _, skipped = restart.run(ctx, restart.pending())
+  local _, skipped = restart.run(ctx, restart.pending(), { what = "new CA files", force = ctx.flags.force })
   if #skipped > 0 then
-    error(("%s %s not restarted: %s. The stage is not done until it is: run this again once the cluster is whole")
+    error(("%s %s not restarted: %s. The stage is not done until it is: run this again once the other members " ..
+      "are healthy (or with --force, which costs etcd its quorum while this member restarts)")
       :format(M.PREFIX, skipped[1].component, skipped[1].why), 0)
   end
 end
@@ -82,6 +83,31 @@ local function need_rotation(ctx)
       table.concat(r.control_planes, ", ")), 0)
   end
   return r
+end
+
+-- kubeadm-certs holds the CAs a joining control plane takes: the old ones, once a rotation starts.
+local function drop_uploaded(ctx, c, why)
+  local ref = { apiVersion = "v1", kind = "Secret", namespace = certs_upload.NS, name = certs_upload.SECRET }
+  local live, err = capi.lookup(c, ref)
+  if err then error(("%s reading Secret %s/%s: %s"):format(M.PREFIX, certs_upload.NS, certs_upload.SECRET, tostring(err)), 0) end
+  if not live then return end
+  if ctx.dry_run then
+    log.info("[dryrun] Would delete Secret %s/%s (%s)", certs_upload.NS, certs_upload.SECRET, why)
+    return
+  end
+  local ok, derr = c:delete(ref, { ignore_not_found = true })
+  if not ok then error(("%s deleting Secret %s/%s: %s"):format(M.PREFIX, certs_upload.NS, certs_upload.SECRET, tostring(derr)), 0) end
+  log.info("%s Deleted Secret %s/%s: %s", M.PREFIX, certs_upload.NS, certs_upload.SECRET, why)
+end
+
+-- Refuses what must not happen during a rotation (uploading CAs for a control-plane join: that node
+-- would not be one of the rotation's), naming the rotation.
+function M.refuse_during(ctx, what)
+  local r = M.rotation(ctx)
+  if not r then return end
+  error(("%s a rotation of the %s CA(s) is under way (started by %s at %s): not %s now. A control plane joins " ..
+    "before or after a rotation: finish it first (`moonadm certs rotate-ca status`)"):format(M.PREFIX,
+    table.concat(r.cas, ", "), tostring(r.by), tostring(r.started), what), 0)
 end
 
 -- ---- start ----
@@ -193,6 +219,7 @@ function M.start(ctx)
     log.info("%s Another node started a rotation at the same moment: taking up that one", M.PREFIX)
     return M.start(ctx)
   end
+  drop_uploaded(ctx, c, "it holds the old CAs; a control plane joins before or after a rotation, not during it")
   ctx.data.rotation_key = key
   return state.read(c)
 end
@@ -206,6 +233,18 @@ function M.ready_for(ctx, stage, next_step)
   local r = M.rotation(ctx)
   if not r then return false end
   local behind = state.behind(r, stage)
+  if #behind > 0 then
+    -- a control plane removed meanwhile (reset, its Node deleted) is not waited for
+    local nodes, err = cnode.kubelets(cadmin.client(ctx))
+    if not nodes then error(M.PREFIX .. " " .. err, 0) end
+    local present, still = {}, {}
+    for _, n in ipairs(nodes) do present[n.node] = true end
+    for _, n in ipairs(behind) do
+      if present[n] then still[#still + 1] = n
+      else log.info("%s %s has left the cluster (no Node object): not waiting for it", M.PREFIX, n) end
+    end
+    behind = still
+  end
   if #behind == 0 then return true end
   ctx.data.rotation_waiting = stage
   log.info("%s Not yet %s here: %s %s not at %q yet. Run `moonadm certs rotate-ca --certificate-key KEY` there, " ..
@@ -364,27 +403,15 @@ function M.finish(ctx)
   end
   local c = cadmin.client(ctx)
   drop_published(ctx, c, r)
-  -- kubeadm-certs holds the CAs a joining control plane takes: the old ones now
-  local live, err = capi.lookup(c, { apiVersion = "v1", kind = "Secret", namespace = certs_upload.NS, name = certs_upload.SECRET })
-  if err then error(("%s reading Secret %s/%s: %s"):format(M.PREFIX, certs_upload.NS, certs_upload.SECRET, tostring(err)), 0) end
-  if live then
-    if ctx.dry_run then
-      log.info("[dryrun] Would delete Secret %s/%s (it holds the old CAs)", certs_upload.NS, certs_upload.SECRET)
-    else
-      local ok, derr = c:delete({ apiVersion = "v1", kind = "Secret", namespace = certs_upload.NS, name = certs_upload.SECRET },
-        { ignore_not_found = true })
-      if not ok then error(("%s deleting Secret %s/%s: %s"):format(M.PREFIX, certs_upload.NS, certs_upload.SECRET, tostring(derr)), 0) end
-      log.info("%s Deleted Secret %s/%s: it held the old CAs. Upload the new ones for a control-plane join with " ..
-        "`moonadm init phase upload-certs --upload-certs`", M.PREFIX, certs_upload.NS, certs_upload.SECRET)
-    end
-  end
+  drop_uploaded(ctx, c, "it held the old CAs. Upload the new ones for a control-plane join with " ..
+    "`moonadm init phase upload-certs --upload-certs`")
   if ctx.dry_run then
     log.info("[dryrun] Would delete Secret %s/%s: the rotation ends", state.NS, state.NAME)
     return
   end
   state.delete(c)
-  log.info("%s The %s CA(s) are rotated on %s: every control plane trusts and signs with the new CA alone",
-    M.PREFIX, table.concat(r.cas, ", "), table.concat(r.control_planes, ", "))
+  log.info("%s The %s CA(s) are rotated: every control plane trusts and signs with the new CA alone", M.PREFIX,
+    table.concat(r.cas, ", "))
 end
 
 -- ---- status ----
