@@ -159,7 +159,7 @@ function M.start(ctx)
         "rotate-ca --certificate-key KEY` on every control plane until `moonadm certs rotate-ca status` says " ..
         "done) before another starts"):format(M.PREFIX, table.concat(r.cas, ", "), tostring(r.by), tostring(r.started)), 0)
     end
-    log.info("%s Taking up the rotation of the %s CA(s) %s started at %s", M.PREFIX, table.concat(r.cas, ", "),
+    log.info("%s Taking up the rotation of the %s CA(s) that %s started at %s", M.PREFIX, table.concat(r.cas, ", "),
       tostring(r.by), tostring(r.started))
     ctx.data.rotation_key = key_of(ctx)
     -- checked here, before any file changes: the key opens every new CA key
