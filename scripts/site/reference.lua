@@ -8,9 +8,10 @@ local config_gates = require "config.gates"
 
 local M = {}
 
-M.FLOWS = { "init", "join", "reset", "upgrade-apply", "upgrade-node" }
+M.FLOWS = { "init", "join", "reset", "upgrade-apply", "upgrade-node", "rotate-ca" }
 M.COMMAND = { init = "moonadm init", join = "moonadm join", reset = "moonadm reset",
-  ["upgrade-apply"] = "moonadm upgrade apply", ["upgrade-node"] = "moonadm upgrade node" }
+  ["upgrade-apply"] = "moonadm upgrade apply", ["upgrade-node"] = "moonadm upgrade node",
+  ["rotate-ca"] = "moonadm certs rotate-ca" }
 
 local function ctx_for(gates)
   return { gates = gates, cfg = { join = {}, cluster = {} }, flags = {}, data = {},

@@ -5,6 +5,7 @@ local log = require "framework.log"
 local cadmin = require "cluster.admin"
 local up = require "cluster.upload_config"
 local restart = require "renewal.restart"
+local state = require "rotation.state"
 
 local M = {}
 
@@ -21,7 +22,13 @@ function M.prepare(ctx)
   ctx.cfg.cluster = cluster
   -- name (kubelet.conf's certificate) and advertise address (the kube-apiserver manifest), as renewal reads them
   ctx.data.rotation_node = restart.this_node(ctx)
-  if ctx.inputs then ctx.inputs.cluster = cluster end
+  if ctx.inputs then
+    ctx.inputs.cluster = cluster
+    -- the rotation under way is an input: --resume never skips a stage the journal recorded for an
+    -- earlier rotation (its digest names that one's id)
+    local r = state.read(c)
+    ctx.inputs.rotation = r and r.id or "none"
+  end
 end
 
 return M
