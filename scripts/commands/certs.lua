@@ -61,10 +61,11 @@ After renewal, in order to make changes effective, is required to restart contro
 eventually re-distribute the renewed certificate in case the file is used elsewhere.]]
 
 -- `certs rotate-ca`: a flow (scripts/flows/rotate-ca.lua) run on each control plane in turn.
+local ROTATE_KUBECONFIG = { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" }
 local ROTATE_FLAGS = {
-  { name = "ca", type = "string", help = "moonadm: the CAs a new rotation replaces: front-proxy (or all). Not needed to go on with the rotation under way" },
+  { name = "ca", type = "string", help = "moonadm: the CAs a new rotation replaces: front-proxy, etcd (a comma list), or all. Not needed to go on with the rotation under way" },
   { name = "certificate-key", type = "string", help = "moonadm: the key `certs rotate-ca` printed when it started the rotation: it opens the new CA keys on the other control planes" },
-  { name = "kubeconfig", type = "string", default = "/etc/kubernetes/admin.conf", help = "The kubeconfig file to use when talking to the cluster" },
+  ROTATE_KUBECONFIG,
   { name = "force", type = "bool", help = "moonadm: restart etcd even when the other members would lack a quorum meanwhile (a cluster of two: the API pauses while it restarts)" },
 }
 local ROTATE <const> = { name = "rotate-ca", flow = "rotate-ca", kind = "upgrade", flags = ROTATE_FLAGS,
@@ -78,7 +79,7 @@ local ROTATE <const> = { name = "rotate-ca", flow = "rotate-ca", kind = "upgrade
     "every node's stage (docs/rotate-ca.md).",
   prepare = function(ctx) rotate_data.prepare(ctx) end, prepare_data = { "rotation_node" } }
 local STATUS_FLAGS = {
-  ROTATE_FLAGS[3],
+  ROTATE_KUBECONFIG,
   { name = "output", short = "o", type = "string", default = "text", help = "Output format. One of: text|json." },
 }
 
@@ -313,6 +314,7 @@ end
 local function rotate_status(argv)
   local flags, args = flags_mod.parse(globals.flags(globals.global, STATUS_FLAGS), argv)
   if not flags then error(args, 0) end
+  if #args > 0 then error(("unknown argument %q for \"moonadm certs rotate-ca status\": it takes none"):format(args[1]), 0) end
   globals.setup(flags)
   if flags.output ~= "text" and flags.output ~= "json" then
     error(("--output %q: one of text, json"):format(tostring(flags.output)), 0)
@@ -320,7 +322,9 @@ local function rotate_status(argv)
   local ctx = context.new { command = "certs", cfg = {}, flags = flags, flags_set = { kubeconfig = true }, root = flags.root }
   local st = rotate_stages.status(cadmin.client(ctx))
   if flags.output == "json" then
-    io.stdout:write(cjson.encode(st or { rotation = false }), "\n")
+    local doc = st or {}
+    doc.rotation = st ~= nil -- under way or not, in both shapes
+    io.stdout:write(cjson.encode(doc), "\n")
   elseif not st then
     io.stdout:write("No CA rotation is under way.\n")
   else

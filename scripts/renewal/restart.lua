@@ -153,7 +153,7 @@ function M.restart_one(ctx, component, node, what)
 end
 
 -- The manifests an earlier run set aside while etcd restarted, and died: each put back (etcd first).
-local function put_back_aside()
+function M.put_back_aside()
   for _, c in ipairs { "etcd", "kube-apiserver" } do
     local aside = M.ASIDE .. "/" .. c .. ".yaml"
     local text = fs.read(aside)
@@ -232,7 +232,7 @@ end
 -- quorum meanwhile; opts.what: what the restart loads, for the log ("renewed certificates"). Returns the list restarted and the list skipped ({component, why}).
 function M.run(ctx, components, opts)
   opts = opts or {}
-  put_back_aside() -- first: this_node reads the apiserver's manifest
+  M.put_back_aside() -- first: this_node reads the apiserver's manifest
   local node = M.this_node(ctx)
   local done, skipped, with_etcd = {}, {}, {}
   local apiserver_next = false
@@ -250,7 +250,7 @@ function M.run(ctx, components, opts)
         and fs.exists(manifests.path("etcd")) then
         local hok, herr = pcall(etcd_with_apiserver_aside, ctx, node, opts.what or M.WHAT)
         if not hok then -- what was set aside comes back before the error is told
-          local pok, perr = pcall(put_back_aside)
+          local pok, perr = pcall(M.put_back_aside)
           error(tostring(herr) .. (pok and "" or ("; putting the manifests back: " .. tostring(perr))), 0)
         end
         strike("kube-apiserver")

@@ -16,6 +16,9 @@ local certlist = require "pki.certlist"
 local tree = require "pki.tree"
 local shape = require "kube.shape"
 local core = require "moonadm.core"
+local fs = require "moonadm.fs"
+local config = require "config"
+local members = require "etcd.members"
 local restart = require "renewal.restart"
 local cas = require "rotation.cas"
 local state = require "rotation.state"
@@ -26,10 +29,11 @@ M.PREFIX = "[rotate-ca]"
 M.PUBLISHED = { apiVersion = "v1", kind = "ConfigMap", namespace = "kube-system", name = "extension-apiserver-authentication" }
 -- How long finish waits for no API server to publish the old CA again once it is dropped: each one
 -- syncs that ConfigMap on every change to it (and each minute), so a few seconds say every one has.
-M.SETTLE = tonumber(os.getenv("MOONADM_ROTATE_SETTLE") or "") or 5
+M.SETTLE = 5
 M.PUBLISH_TIMEOUT = 120
 
 local MODE_CRT <const>, MODE_KEY <const> = tonumber("644", 8), tonumber("600", 8)
+local wait_published -- defined with the stages
 
 local function path(E, base, ext) return tree.path(E, base, ext) end
 
@@ -56,7 +60,17 @@ local function with_restarts(ctx, r, write)
     log.info("[dryrun] Would restart %s, one at a time", table.concat(comps, ", "))
     return
   end
-  local _, skipped = restart.run(ctx, restart.pending(), { what = "new CA files", force = ctx.flags.force })
+  local c, node = cadmin.client(ctx), ctx.data.rotation_node
+  local locked, holder, since = state.lock(c, node)
+  if not locked then
+    error(("%s %s has been restarting its control plane for this rotation since %s: one node at a time keeps etcd's " ..
+      "quorum. Run this here again once it is done (its files are written; the restart is still to do)"):format(
+      M.PREFIX, tostring(holder), os.date("!%Y-%m-%dT%H:%M:%SZ", since)), 0)
+  end
+  local ok, err, skipped = pcall(restart.run, ctx, restart.pending(), { what = "new CA files", force = ctx.flags.force })
+  local uok, uerr = pcall(state.unlock, c, node)
+  if not ok then error(tostring(err) .. (uok and "" or ("; " .. tostring(uerr))), 0) end
+  if not uok then error(uerr, 0) end
   if #skipped > 0 then
     error(("%s %s not restarted: %s. The stage is not done until it is: run this again once the other members " ..
       "are healthy (or with --force, which costs etcd its quorum while this member restarts)")
@@ -78,8 +92,9 @@ local function need_rotation(ctx)
   end
   local node = ctx.data.rotation_node
   if not r.stages[node] then
-    error(("this node (%s) is not one of the rotation's control planes (%s): a control plane that joined after it " ..
-      "started takes the CA files with the rotation's state as they are on the others"):format(node,
+    error(("%s this node (%s) is not one of the rotation's control planes (%s): it joined after the rotation " ..
+      "started. Finish the rotation on those first, then reset this node and join it again (it takes the new CAs " ..
+      "from a fresh `moonadm init phase upload-certs --upload-certs`)"):format(M.PREFIX, node,
       table.concat(r.control_planes, ", ")), 0)
   end
   return r
@@ -142,53 +157,33 @@ local function control_planes(c)
   return names
 end
 
--- Starts a rotation of the CAs --ca names, or takes up the one under way. Sets ctx.data.rotation_key.
-function M.start(ctx)
-  local c = cadmin.client(ctx)
-  local node = ctx.data.rotation_node
-  local wanted
-  if ctx.flags.ca and ctx.flags.ca ~= "" then
-    local err
-    wanted, err = cas.parse(ctx.flags.ca)
-    if not wanted then error(err, 0) end
+-- The rotation r under way taken up (the same CAs as --ca, if given; the key opens them).
+local function take_up(ctx, r, wanted)
+  if wanted and table.concat(wanted, ",") ~= table.concat(r.cas, ",") then
+    error(("%s a rotation of the %s CA(s) started by %s at %s is under way: finish it (run `moonadm certs " ..
+      "rotate-ca --certificate-key KEY` on every control plane until `moonadm certs rotate-ca status` says " ..
+      "done) before another starts"):format(M.PREFIX, table.concat(r.cas, ", "), tostring(r.by), tostring(r.started)), 0)
   end
-  local r = state.read(c)
-  if r then
-    if wanted and table.concat(wanted, ",") ~= table.concat(r.cas, ",") then
-      error(("%s a rotation of the %s CA(s) started by %s at %s is under way: finish it (run `moonadm certs " ..
-        "rotate-ca --certificate-key KEY` on every control plane until `moonadm certs rotate-ca status` says " ..
-        "done) before another starts"):format(M.PREFIX, table.concat(r.cas, ", "), tostring(r.by), tostring(r.started)), 0)
-    end
-    log.info("%s Taking up the rotation of the %s CA(s) that %s started at %s", M.PREFIX, table.concat(r.cas, ", "),
-      tostring(r.by), tostring(r.started))
-    ctx.data.rotation_key = key_of(ctx)
-    -- checked here, before any file changes: the key opens every new CA key
-    for _, name in ipairs(r.cas) do state.new_key(r, name, ctx.data.rotation_key) end
-    return r
-  end
-  if not wanted then
-    -- a node run once more after the rotation ended: nothing is left to do
-    log.info("%s No CA rotation is under way: nothing to do (`--ca front-proxy` starts one)", M.PREFIX)
-    ctx.data.rotation_waiting = "none"
-    return nil
-  end
-  local names = control_planes(c)
-  local is_cp = false
-  for _, n in ipairs(names) do is_cp = is_cp or n == node end
-  if not is_cp then
-    error(("%s this node (%s) is not a control plane of the cluster (%s): run it on one"):format(M.PREFIX, node,
-      table.concat(names, ", ")), 0)
-  end
-  local E = env(ctx)
-  for _, name in ipairs(wanted) do
-    if cas.by_name[name].local_etcd and certlist.external_etcd(ctx.cfg.cluster) then
-      error(("%s --ca %s: this cluster's etcd is external: its CA is rotated where that etcd is run"):format(M.PREFIX, name), 0)
-    end
-  end
-  local key = key_of(ctx) or pki.certificate_key()
+  log.info("%s Taking up the rotation of the %s CA(s) that %s started at %s", M.PREFIX, table.concat(r.cas, ", "),
+    tostring(r.by), tostring(r.started))
+  ctx.data.rotation_key = key_of(ctx)
+  -- checked here, before any file changes: the key opens every new CA key
+  for _, name in ipairs(r.cas) do state.new_key(r, name, ctx.data.rotation_key) end
+  if ctx.inputs then ctx.inputs.rotation = r.id end -- the journal's digests name this rotation from here on
+  -- (a start killed before it deleted kubeadm-certs: done here)
+  drop_uploaded(ctx, cadmin.client(ctx), "it holds the old CAs; a control plane joins before or after a rotation, not during it")
+  return r
+end
+
+-- The new CAs of a rotation of wanted: per_ca[name] = {old_crt, new_crt, new_key_pem}, and whether
+-- this node holds every old CA key.
+local function new_cas(ctx, E, wanted)
   local per_ca, old_key_kept = {}, true
   for _, name in ipairs(wanted) do
     local ca = cas.by_name[name]
+    if ca.local_etcd and certlist.external_etcd(ctx.cfg.cluster) then
+      error(("%s --ca %s: this cluster's etcd is external: its CA is rotated where that etcd is run"):format(M.PREFIX, name), 0)
+    end
     local crtp = path(E, ca.base, "crt")
     local current = certs_of(ctx:read(crtp), crtp)
     if #current > 1 then
@@ -202,6 +197,36 @@ function M.start(ctx)
     per_ca[name] = { old_crt = current[1], new_crt = assert(cert:pem()), new_key_pem = assert(k:pem()) }
     log.info("%s Generated a new %s CA (valid until %s)", M.PREFIX, name, os.date("!%Y-%m-%dT%H:%M:%SZ", cert:info().not_after))
   end
+  return per_ca, old_key_kept
+end
+
+-- Starts a rotation of the CAs --ca names, or takes up the one under way. Sets ctx.data.rotation_key.
+function M.start(ctx)
+  local c = cadmin.client(ctx)
+  local node = ctx.data.rotation_node
+  local wanted
+  if ctx.flags.ca and ctx.flags.ca ~= "" then
+    local err
+    wanted, err = cas.parse(ctx.flags.ca)
+    if not wanted then error(err, 0) end
+  end
+  local r = state.read(c)
+  if r then return take_up(ctx, r, wanted) end
+  if not wanted then
+    -- a node run once more after the rotation ended: nothing is left to do
+    log.info("%s No CA rotation is under way: nothing to do (`--ca front-proxy` starts one)", M.PREFIX)
+    ctx.data.rotation_waiting = "none"
+    return nil
+  end
+  local names = control_planes(c)
+  local is_cp = false
+  for _, n in ipairs(names) do is_cp = is_cp or n == node end
+  if not is_cp then
+    error(("%s this node (%s) is not a control plane of the cluster (%s): run it on one"):format(M.PREFIX, node,
+      table.concat(names, ", ")), 0)
+  end
+  local key = key_of(ctx) or pki.certificate_key()
+  local per_ca, old_key_kept = new_cas(ctx, env(ctx), wanted)
   local info = { id = pki.random_hex(8), cas = wanted, started = os.date("!%Y-%m-%dT%H:%M:%SZ"), by = node,
     control_planes = names, old_key_kept = old_key_kept }
   if ctx.dry_run then
@@ -216,15 +241,32 @@ function M.start(ctx)
     table.concat(wanted, ", "), table.concat(names, ", "))
   log.result(key)
   if not state.create(c, state.object(info, per_ca, key)) then
-    log.info("%s Another node started a rotation at the same moment: taking up that one", M.PREFIX)
+    log.info("%s Another node started a rotation at the same moment: taking up that one (the key above is not " ..
+      "its key: pass the one printed there as --certificate-key)", M.PREFIX)
+    ctx.flags.ca = nil
     return M.start(ctx)
   end
+  if ctx.inputs then ctx.inputs.rotation = info.id end
   drop_uploaded(ctx, c, "it holds the old CAs; a control plane joins before or after a rotation, not during it")
   ctx.data.rotation_key = key
   return state.read(c)
 end
 
 -- ---- the per-node stages ----
+
+-- The names of the etcd cluster's members, asked of this node's member: {name = true}; raises when it
+-- cannot answer (nobody is taken for gone on a guess).
+function M.etcd_members(ctx)
+  local m, err = members.new { endpoints = { "https://127.0.0.1:2379" }, cert_dir = fs.path(config.cert_dir(ctx.cfg.cluster)),
+    dial_timeout = 2, request_timeout = 5, timeout = 10 }
+  if not m then error(("%s asking the local etcd member for the members: %s"):format(M.PREFIX, tostring(err)), 0) end
+  local list, lerr = m:list()
+  m:close()
+  if not list then error(("%s listing the etcd members: %s"):format(M.PREFIX, tostring(lerr)), 0) end
+  local out = {}
+  for _, x in ipairs(list) do if x.name and x.name ~= "" then out[x.name] = true end end
+  return out
+end
 
 -- Whether every control plane of the rotation has reached stage (the run condition of the phase
 -- that needs it); says which have not, and what to run there.
@@ -239,9 +281,13 @@ function M.ready_for(ctx, stage, next_step)
     if not nodes then error(M.PREFIX .. " " .. err, 0) end
     local present, still = {}, {}
     for _, n in ipairs(nodes) do present[n.node] = true end
+    local in_etcd = {}
+    for _, name in ipairs(r.cas) do
+      if cas.by_name[name].local_etcd then in_etcd = M.etcd_members(ctx) end
+    end
     for _, n in ipairs(behind) do
-      if present[n] then still[#still + 1] = n
-      else log.info("%s %s has left the cluster (no Node object): not waiting for it", M.PREFIX, n) end
+      if present[n] or in_etcd[n] then still[#still + 1] = n
+      else log.info("%s %s has left the cluster (no Node object, no etcd member): not waiting for it", M.PREFIX, n) end
     end
     behind = still
   end
@@ -268,6 +314,30 @@ local function write_bundle(ctx, E, ca, list)
   ctx:write(path(E, ca.base, "crt"), table.concat(list), MODE_CRT)
 end
 
+-- The new CAs in what the API servers publish (extension-apiserver-authentication) before this node's
+-- leaves of them go out: an aggregated API server trusts a front-proxy client by that ConfigMap, which
+-- each apiserver updates once it read its bundle again (seconds, at most a minute).
+wait_published = function(ctx, r)
+  local c = cadmin.client(ctx)
+  for _, name in ipairs(r.cas) do
+    local key = cas.by_name[name].published
+    if key and not ctx.dry_run then
+      local new = first_cert(r.ca[name].new_crt, "the rotation's new " .. name .. " CA")
+      capi.poll(("the new %s CA in ConfigMap kube-system/%s"):format(name, M.PUBLISHED.name), M.PUBLISH_TIMEOUT, 1, function()
+        local cm, err = capi.lookup(c, M.PUBLISHED)
+        if err then return nil, err end
+        local data = cm and shape.strings(cm, "data")
+        local text = data and data[key]
+        if not text or text == "" then return nil, "not published" end
+        for _, pem in ipairs(certs_of(text, M.PUBLISHED.name .. " " .. key)) do
+          if pem == new then return true end
+        end
+        return nil, "the API servers do not publish it yet"
+      end)
+    end
+  end
+end
+
 -- trust-both: the CA file a bundle, old first (the old key still signs: kubeadm reads a CA file's first
 -- certificate as the one its key matches).
 function M.trust_both(ctx)
@@ -278,6 +348,16 @@ function M.trust_both(ctx)
     return
   end
   local E = env(ctx)
+  for _, name in ipairs(r.cas) do
+    -- this node's CA must be the one the rotation replaces (a rerun finds the bundle it wrote)
+    local crtp = path(E, cas.by_name[name].base, "crt")
+    local have = certs_of(ctx:read(crtp), crtp)
+    local old = first_cert(r.ca[name].old_crt, "the rotation's old " .. name .. " CA")
+    if have[1] ~= old then
+      error(("%s %s is not the %s CA the rotation replaces (the one %s had): put that CA's certificate back in " ..
+        "it, or reset this node and join it again"):format(M.PREFIX, crtp, name, tostring(r.by)), 0)
+    end
+  end
   with_restarts(ctx, r, function()
     for _, name in ipairs(r.cas) do
       local ca = cas.by_name[name]
@@ -299,6 +379,7 @@ function M.issue(ctx)
   local E = env(ctx)
   local keys = {}
   for _, name in ipairs(r.cas) do keys[name] = state.new_key(r, name, key_of(ctx)) end -- all open, or nothing changes
+  wait_published(ctx, r)
   with_restarts(ctx, r, function()
     for _, name in ipairs(r.cas) do
       local ca, key = cas.by_name[name], keys[name]
@@ -361,8 +442,12 @@ local function drop_published(ctx, c, r)
         for _, pem in ipairs(certs_of(data[key], M.PUBLISHED.name .. " " .. key)) do
           if pem ~= old then keep[#keep + 1] = pem end
         end
+        if #keep == 0 then
+          error(("%s ConfigMap kube-system/%s publishes only the old %s CA: the API servers have not read their new " ..
+            "CA files. Check that each kube-apiserver runs, then run this again"):format(M.PREFIX, M.PUBLISHED.name, name), 0)
+        end
         local text = table.concat(keep)
-        if text ~= "" and text ~= data[key] and #keep < #certs_of(data[key], key) then
+        if text ~= data[key] and #keep < #certs_of(data[key], key) then
           data[key], changed = text, true
         end
       end

@@ -8,6 +8,7 @@ local encoding = require "moonadm.encoding"
 local json = require "kube.json"
 local shape = require "kube.shape"
 local capi = require "cluster.api"
+local tokens = require "cluster.tokens"
 
 local M = {}
 
@@ -52,6 +53,14 @@ function M.read(c)
     if not (r.ca[name].old_crt and r.ca[name].new_crt and r.ca[name].sealed_key) then
       error(("Secret %s/%s: the %s CA's certificates or key are missing"):format(M.NS, M.NAME, name), 0)
     end
+    for _, which in ipairs { "old", "new" } do
+      local key = name .. "." .. which .. ".crt"
+      local list = pki.read_certs(r.ca[name][which .. "_crt"])
+      local ci = list and #list == 1 and list[1]:info()
+      if not (ci and ci.is_ca) then
+        error(("Secret %s/%s: data.%s is not one CA certificate"):format(M.NS, M.NAME, key), 0)
+      end
+    end
   end
   for _, n in ipairs(r.control_planes) do
     local s = unb64(data, "node." .. n) or "none"
@@ -74,6 +83,8 @@ function M.new_key(r, name, certificate_key)
   end
   local key, kerr = pki.read_key(pem)
   if not key then error(("the rotation's new %s CA key: %s"):format(name, kerr), 0) end
+  local ok, merr = key:matches(assert(pki.read_cert(r.ca[name].new_crt)))
+  if not ok then error(("the rotation's new %s CA key does not match its certificate: %s"):format(name, tostring(merr)), 0) end
   return key
 end
 
@@ -111,6 +122,47 @@ end
 function M.delete(c)
   local ok, err = c:delete(M.REF, { ignore_not_found = true })
   if not ok then error(("deleting Secret %s/%s: %s"):format(M.NS, M.NAME, tostring(err)), 0) end
+end
+
+-- ---- one node restarts at a time ----
+-- Each node checks etcd's quorum before its member restarts; two nodes checking at the same moment
+-- would both pass and restart together. The Lease kube-system/moonadm-ca-rotation-restart names the
+-- node restarting now; another waits for it to be released or to expire (a killed run's: the same
+-- node takes it again at once).
+M.LEASE = { apiVersion = "coordination.k8s.io/v1", kind = "Lease", namespace = M.NS, name = "moonadm-ca-rotation-restart" }
+M.LEASE_SECONDS = 600
+
+local function micro(t) return os.date("!%Y-%m-%dT%H:%M:%S.000000Z", t) end
+
+-- Takes the restart lease for node: true | false, holder, since (another node holds it); raises on an API failure.
+function M.lock(c, node)
+  local now = os.time()
+  local spec = { holderIdentity = node, leaseDurationSeconds = M.LEASE_SECONDS, acquireTime = micro(now), renewTime = micro(now) }
+  local got, err = c:create { apiVersion = M.LEASE.apiVersion, kind = "Lease",
+    metadata = { name = M.LEASE.name, namespace = M.NS }, spec = spec }
+  if got then return true end
+  if err.code ~= 409 then error(("creating Lease %s/%s: %s"):format(M.NS, M.LEASE.name, tostring(err)), 0) end
+  local live, gerr = capi.lookup(c, M.LEASE)
+  if gerr then error(("reading Lease %s/%s: %s"):format(M.NS, M.LEASE.name, tostring(gerr)), 0) end
+  if not live then return M.lock(c, node) end -- released meanwhile
+  local holder = shape.get(live, "spec.holderIdentity", "string")
+  local renewed = tokens.parse_time(shape.get(live, "spec.renewTime", "string") or "")
+  local seconds = shape.get(live, "spec.leaseDurationSeconds", "number") or M.LEASE_SECONDS
+  if holder ~= node and renewed and renewed + seconds > now then return false, holder, renewed end
+  live.spec = spec -- ours already (a killed run's), or expired: taken over, unless another node just did
+  local upd, uerr = c:update(live)
+  if upd then return true end
+  if uerr.code == 409 then return false, "another node", now end
+  error(("taking over Lease %s/%s: %s"):format(M.NS, M.LEASE.name, tostring(uerr)), 0)
+end
+
+-- Releases the restart lease if node holds it.
+function M.unlock(c, node)
+  local live, err = capi.lookup(c, M.LEASE)
+  if err then error(("reading Lease %s/%s: %s"):format(M.NS, M.LEASE.name, tostring(err)), 0) end
+  if not live or shape.get(live, "spec.holderIdentity", "string") ~= node then return end
+  local ok, derr = c:delete(M.LEASE, { ignore_not_found = true })
+  if not ok then error(("deleting Lease %s/%s: %s"):format(M.NS, M.LEASE.name, tostring(derr)), 0) end
 end
 
 -- The control planes of r below stage (sorted names), for "waiting for ..." messages.

@@ -25,10 +25,12 @@ describe("rotation", function()
     local k = assert(pki.generate_key("ECDSA-P256"))
     local now = os.time()
     local ca = assert(pki.create_ca(k, { cn = "front-proxy-ca", is_ca = true, not_before = now, not_after = now + 3600 }))
+    local old = assert(pki.create_ca(assert(pki.generate_key("ECDSA-P256")),
+      { cn = "front-proxy-ca", is_ca = true, not_before = now, not_after = now + 3600 }))
     local key = pki.certificate_key()
     local obj = state.object({ id = "x", cas = { "front-proxy" }, started = "2026-12-08T00:00:00Z", by = "cp1",
       control_planes = { "cp1", "cp2" }, old_key_kept = true },
-      { ["front-proxy"] = { old_crt = "OLD", new_crt = assert(ca:pem()), new_key_pem = assert(k:pem()) } }, key)
+      { ["front-proxy"] = { old_crt = assert(old:pem()), new_crt = assert(ca:pem()), new_key_pem = assert(k:pem()) } }, key)
     obj.data["node.cp2"] = encoding.base64_encode("issued")
     assert.is_nil(tostring(obj.data["front-proxy.new.key"]):find("PRIVATE", 1, true))
     local fake = { get = function() return obj end }
@@ -43,6 +45,12 @@ describe("rotation", function()
     ok, err = pcall(state.new_key, r, "front-proxy", nil)
     assert.is_false(ok)
     assert.truthy(tostring(err):find("pass --certificate-key", 1, true), err)
+    local good = obj.data["front-proxy.old.crt"]
+    obj.data["front-proxy.old.crt"] = encoding.base64_encode("not a certificate")
+    ok, err = pcall(state.read, fake)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("data.front-proxy.old.crt is not one CA certificate", 1, true), err)
+    obj.data["front-proxy.old.crt"] = good
     obj.data["node.cp1"] = encoding.base64_encode("sideways")
     ok, err = pcall(state.read, fake)
     assert.is_false(ok)

@@ -20,7 +20,9 @@ function M.prepare(ctx)
   local cluster, err = up.read_kubeadm(c)
   if not cluster then error("[rotate-ca] unable to read the cluster's configuration: " .. err, 0) end
   ctx.cfg.cluster = cluster
-  -- name (kubelet.conf's certificate) and advertise address (the kube-apiserver manifest), as renewal reads them
+  -- name (kubelet.conf's certificate) and advertise address (the kube-apiserver manifest), as renewal reads
+  -- them: a run killed while etcd restarted left that manifest aside, so it goes back first
+  if not ctx.dry_run then restart.put_back_aside() end
   ctx.data.rotation_node = restart.this_node(ctx)
   if ctx.inputs then
     ctx.inputs.cluster = cluster
