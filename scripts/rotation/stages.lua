@@ -299,7 +299,17 @@ function M.ready_for(ctx, stage, next_step)
   return false
 end
 
-local function at_least(r, node, stage) return state.RANK[r.stages[node]] >= state.RANK[stage] end
+-- The rotation, this node and its PKI environment when this node has yet to take stage; nil (said:
+-- "<node> <already>") when it took it.
+local function to_take(ctx, stage, already)
+  local r = need_rotation(ctx)
+  local node = ctx.data.rotation_node
+  if state.RANK[r.stages[node]] >= state.RANK[stage] then
+    log.info("%s %s %s already (stage %s)", M.PREFIX, node, already, r.stages[node])
+    return nil
+  end
+  return r, node, env(ctx)
+end
 
 local function record(ctx, stage)
   if ctx.dry_run then
@@ -341,13 +351,8 @@ end
 -- trust-both: the CA file a bundle, old first (the old key still signs: kubeadm reads a CA file's first
 -- certificate as the one its key matches).
 function M.trust_both(ctx)
-  local r = need_rotation(ctx)
-  local node = ctx.data.rotation_node
-  if at_least(r, node, "trust-both") then
-    log.info("%s %s trusts both CAs already (stage %s)", M.PREFIX, node, r.stages[node])
-    return
-  end
-  local E = env(ctx)
+  local r, node, E = to_take(ctx, "trust-both", "trusts both CAs")
+  if not r then return end
   for _, name in ipairs(r.cas) do
     -- this node's CA must be the one the rotation replaces (a rerun finds the bundle it wrote)
     local crtp = path(E, cas.by_name[name].base, "crt")
@@ -370,13 +375,8 @@ end
 
 -- issued: the new CA signs here: its key, the bundle new first, every leaf of the CA reissued.
 function M.issue(ctx)
-  local r = need_rotation(ctx)
-  local node = ctx.data.rotation_node
-  if at_least(r, node, "issued") then
-    log.info("%s %s signs with the new CAs already (stage %s)", M.PREFIX, node, r.stages[node])
-    return
-  end
-  local E = env(ctx)
+  local r, node, E = to_take(ctx, "issued", "signs with the new CAs")
+  if not r then return end
   local keys = {}
   for _, name in ipairs(r.cas) do keys[name] = state.new_key(r, name, key_of(ctx)) end -- all open, or nothing changes
   wait_published(ctx, r)
@@ -401,13 +401,8 @@ end
 
 -- trust-new: the new CA alone.
 function M.trust_new(ctx)
-  local r = need_rotation(ctx)
-  local node = ctx.data.rotation_node
-  if at_least(r, node, "trust-new") then
-    log.info("%s %s trusts only the new CAs already", M.PREFIX, node)
-    return
-  end
-  local E = env(ctx)
+  local r, node, E = to_take(ctx, "trust-new", "trusts only the new CAs")
+  if not r then return end
   with_restarts(ctx, r, function()
     for _, name in ipairs(r.cas) do
       local ca = cas.by_name[name]
